@@ -1,0 +1,83 @@
+"""asv suite: every catalogue kernel x size x precision, built, checked against FP64, then timed with NVBench.
+
+The parameter lists come from the working tree's catalogue, read by path: asv runs this suite against the package
+installed from each commit under test, and the lists must not change with it. A kernel that the commit under test
+lacks, a shape a kernel does not claim and a GPU too old for a kernel are skips (NotImplementedError), not errors.
+"""
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_worktree_catalogue():
+    spec = importlib.util.spec_from_file_location("_worktree_catalogue", _ROOT / "sgemm" / "catalogue.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    path = _ROOT / "sgemm" / "catalogue.toml"
+    return module, module.load_catalogue(path, _ROOT / "kernels"), module.default_sizes(path)
+
+
+_catalogue, _KERNELS, _SIZES = _load_worktree_catalogue()
+
+
+class Gemm:
+    """C = A @ B (alpha 1, beta 0), square: time per launch, and the rate and GPU state it ran at."""
+
+    params = [
+        list(dict.fromkeys(kernel.family for kernel in _KERNELS.values())),
+        _SIZES,
+        list(_catalogue.PRECISIONS),
+    ]
+    param_names = ["kernel", "size", "precision"]
+    timeout = 600
+
+    def setup_cache(self):
+        # A scratch directory private to this asv run, where each case's measurement waits for its other methods.
+        return os.path.abspath("cases")
+
+    def setup(self, run_dir, kernel, size, precision):
+        name = f"{precision}/{kernel}"
+        if name not in _KERNELS:
+            raise NotImplementedError(f"there is no {name} kernel")
+        try:
+            from sgemm.record import asv_case
+        except ImportError as exc:
+            raise NotImplementedError(f"the commit under test cannot run this suite: {exc}") from exc
+        self.case = asv_case(run_dir, name, size)
+
+    def track_time(self, run_dir, kernel, size, precision):
+        return {"samples": self.case.result("time").samples_s, "number": 1}
+
+    track_time.unit = "seconds"
+
+    def track_tflops(self, run_dir, kernel, size, precision):
+        return self.case.result("tflops").tflops
+
+    track_tflops.unit = "TFLOP/s"
+
+    def track_sm_clock(self, run_dir, kernel, size, precision):
+        return self.case.result("sm_clock").mean_sm_clock_mhz
+
+    track_sm_clock.unit = "MHz"
+
+    def track_power(self, run_dir, kernel, size, precision):
+        return self.case.result("power").telemetry.get("power_w_mean", float("nan"))
+
+    track_power.unit = "W"
+
+    def track_temperature(self, run_dir, kernel, size, precision):
+        return self.case.result("temperature").telemetry.get("temperature_c_max", float("nan"))
+
+    track_temperature.unit = "degC"
+
+    def track_throttled(self, run_dir, kernel, size, precision):
+        """Time the driver held clocks down (power or thermal) while the case was timed."""
+        throttled = self.case.result("throttled").telemetry.get("throttled_ms")
+        return sum(throttled.values()) if throttled else float("nan")
+
+    track_throttled.unit = "ms"

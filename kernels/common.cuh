@@ -1,0 +1,21 @@
+// Helpers shared by every kernel in this folder. NVRTC has no host headers, so nothing here includes one.
+#pragma once
+
+// C = alpha * acc + beta * C. C is read only when beta != 0, as BLAS specifies: with beta == 0 the caller may pass
+// an uninitialised (for the correctness check: NaN-poisoned) C and must still get alpha * acc.
+__device__ __forceinline__ void store_epilogue(float* c, float acc, float alpha, float beta) {
+    *c = (beta == 0.0f) ? alpha * acc : alpha * acc + beta * *c;
+}
+
+// The same for four consecutive elements of C; c must be 16-byte aligned.
+__device__ __forceinline__ void store_epilogue4(float* c, float4 acc, float alpha, float beta) {
+    float4 out = make_float4(alpha * acc.x, alpha * acc.y, alpha * acc.z, alpha * acc.w);
+    if (beta != 0.0f) {
+        const float4 old = *reinterpret_cast<const float4*>(c);
+        out.x += beta * old.x;
+        out.y += beta * old.y;
+        out.z += beta * old.z;
+        out.w += beta * old.w;
+    }
+    *reinterpret_cast<float4*>(c) = out;
+}

@@ -1,0 +1,177 @@
+"""The kernel catalogue: what each GEMM kernel is, read from catalogue.toml.
+
+This module uses the standard library only, so that the asv suite can load the *working tree's* copy by path
+(its parameter lists must not depend on the package installed from the commit under test).
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+CATALOGUE_PATH = Path(__file__).with_name("catalogue.toml")
+PRECISIONS = ("fp32", "fp16")
+# Tolerances on the relative error against an FP64 reference. FP16 kernels are compared with the FP64 product of
+# the FP16-rounded inputs, so only their FP32 accumulation is judged.
+TOLERANCE = {"fp32": 1e-5, "fp16": 1e-4}
+
+_REQUIRED = {"name", "technique", "min_compute_capability"}
+_COMPILED = {"source", "entry", "block_threads", "block_tile", "multiple_of"}
+_OPTIONAL = {"library", "origins"}
+
+
+def _default_kernel_dir() -> Path:
+    installed = Path(__file__).with_name("kernels")  # the wheel maps kernels/ to sgemm/kernels
+    return installed if installed.is_dir() else Path(__file__).resolve().parents[1] / "kernels"
+
+
+KERNEL_DIR = _default_kernel_dir()
+
+
+class CatalogueError(ValueError):
+    """catalogue.toml is malformed; the message names the entry and the field."""
+
+
+class UnknownKernelError(LookupError):
+    def __init__(self, name: str, known: list[str]):
+        super().__init__(f"unknown kernel {name!r}; known kernels: {', '.join(known)}")
+        self.name = name
+
+
+@dataclass(frozen=True)
+class Origin:
+    seed: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    technique: str
+    min_compute_capability: int
+    origins: tuple[Origin, ...] = ()
+    library: str | None = None
+    source: str | None = None
+    entry: str | None = None
+    block_threads: tuple[int, int] = (1, 1)
+    block_tile: tuple[int, int] = (1, 1)
+    multiple_of: tuple[int, int, int] = (1, 1, 1)
+
+    @property
+    def precision(self) -> str:
+        return self.name.split("/", 1)[0]
+
+    @property
+    def family(self) -> str:
+        """The name without its precision: the asv `kernel` parameter."""
+        return self.name.split("/", 1)[1]
+
+    @property
+    def tolerance(self) -> float:
+        return TOLERANCE[self.precision]
+
+    def shape_problem(self, m: int, n: int, k: int) -> str | None:
+        """Why this kernel cannot compute an M x N x K product, or None if it can."""
+        if min(m, n, k) < 1:
+            return f"M, N, K must be at least 1 (got {m}x{n}x{k})"
+        for dim, size, multiple in zip("MNK", (m, n, k), self.multiple_of):
+            if size % multiple:
+                return f"{self.name} needs {dim} to be a multiple of {multiple} (got {dim}={size})"
+        return None
+
+    def grid(self, m: int, n: int) -> tuple[int, int, int]:
+        rows, cols = self.block_tile
+        return (math.ceil(n / cols), math.ceil(m / rows), 1)
+
+    def block(self) -> tuple[int, int, int]:
+        return (*self.block_threads, 1)
+
+
+def _pair(entry: str, field: str, value) -> tuple[int, int]:
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) and v > 0 for v in value)):
+        raise CatalogueError(f"{entry}: {field} must be two positive integers, got {value!r}")
+    return (value[0], value[1])
+
+
+def _kernel_from_table(table: dict, kernel_dir: Path) -> Kernel:
+    name = table.get("name", "<unnamed>")
+    missing = _REQUIRED - table.keys()
+    unknown = table.keys() - _REQUIRED - _COMPILED - _OPTIONAL
+    if missing or unknown:
+        raise CatalogueError(f"{name}: missing fields {sorted(missing)}, unknown fields {sorted(unknown)}")
+    precision, _, family = name.partition("/")
+    if precision not in PRECISIONS or not family or "/" in family:
+        raise CatalogueError(f"{name}: a name is '<precision>/<kernel>' with precision one of {PRECISIONS}")
+    origins = tuple(Origin(o["seed"], o["label"]) for o in table.get("origins", []))
+    common = dict(
+        name=name,
+        technique=table["technique"],
+        min_compute_capability=int(table["min_compute_capability"]),
+        origins=origins,
+    )
+    if "library" in table:
+        if table.keys() & _COMPILED:
+            raise CatalogueError(f"{name}: a library kernel has no {sorted(table.keys() & _COMPILED)}")
+        return Kernel(library=table["library"], **common)
+
+    if missing := _COMPILED - table.keys():
+        raise CatalogueError(f"{name}: a compiled kernel needs {sorted(missing)}")
+    if not (kernel_dir / table["source"]).is_file():
+        raise CatalogueError(f"{name}: source {table['source']!r} is not in {kernel_dir}")
+    multiple_of = table["multiple_of"]
+    if set(multiple_of) != {"m", "n", "k"}:
+        raise CatalogueError(f"{name}: multiple_of needs exactly m, n and k, got {sorted(multiple_of)}")
+    return Kernel(
+        source=table["source"],
+        entry=table["entry"],
+        block_threads=_pair(name, "block_threads", table["block_threads"]),
+        block_tile=_pair(name, "block_tile", table["block_tile"]),
+        multiple_of=(multiple_of["m"], multiple_of["n"], multiple_of["k"]),
+        **common,
+    )
+
+
+def load_catalogue(path: Path = CATALOGUE_PATH, kernel_dir: Path = KERNEL_DIR) -> dict[str, Kernel]:
+    """All kernels by name, in file order. Raises CatalogueError naming the first bad entry."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CatalogueError(f"cannot read {path}: {exc}") from exc
+    kernels: dict[str, Kernel] = {}
+    for table in data.get("kernel", []):
+        kernel = _kernel_from_table(table, Path(kernel_dir))
+        if kernel.name in kernels:
+            raise CatalogueError(f"{kernel.name}: listed twice")
+        kernels[kernel.name] = kernel
+    return kernels
+
+
+def default_sizes(path: Path = CATALOGUE_PATH) -> list[int]:
+    """The square sizes the asv suite and `sgemm bench` sweep by default."""
+    return list(tomllib.loads(Path(path).read_text())["suite"]["sizes"])
+
+
+def get_kernel(name: str, kernels: dict[str, Kernel] | None = None) -> Kernel:
+    kernels = load_catalogue() if kernels is None else kernels
+    if name not in kernels:
+        raise UnknownKernelError(name, list(kernels))
+    return kernels[name]
+
+
+def select(patterns: list[str], kernels: dict[str, Kernel] | None = None) -> list[Kernel]:
+    """Kernels whose name equals a pattern or starts with it followed by '/' (e.g. 'fp32' selects every FP32 kernel).
+
+    An empty list selects everything; a pattern that matches nothing raises UnknownKernelError.
+    """
+    kernels = load_catalogue() if kernels is None else kernels
+    if not patterns:
+        return list(kernels.values())
+    chosen: dict[str, Kernel] = {}
+    for pattern in patterns:
+        matches = [k for k in kernels.values() if k.name == pattern or k.name.startswith(pattern.rstrip("/") + "/")]
+        if not matches:
+            raise UnknownKernelError(pattern, list(kernels))
+        chosen.update((k.name, k) for k in matches)
+    return list(chosen.values())

@@ -1,0 +1,192 @@
+"""The `sgemm` command: list the catalogue, check kernels, time them, and describe this box to asv."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+
+from . import catalogue
+from .catalogue import CatalogueError, UnknownKernelError
+from .record import Case, NoGpuError, device_info, skip_reason
+
+DEFAULT_CHECK_SHAPES = ("1024x1024x1024", "1000x1028x516")
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    try:
+        m, n, k = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a shape is MxNxK, e.g. 1000x1028x516 (got {text!r})") from None
+    if min(m, n, k) < 1:
+        raise argparse.ArgumentTypeError(f"M, N and K must be at least 1 (got {text!r})")
+    return m, n, k
+
+
+def print_table(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    for line in [header, ["-" * w for w in widths], *rows]:
+        print("  ".join(str(cell).ljust(w) for cell, w in zip(line, widths)).rstrip())
+
+
+def _cases(args, shapes) -> tuple[list[Case], list[tuple[Case, str]]]:
+    """The selected cases this GPU can run, and those it skips with the reason."""
+    info = device_info(args.device)
+    runnable, skipped = [], []
+    for kernel in catalogue.select(args.kernel):
+        for m, n, k in shapes:
+            case = Case(kernel, m, n, k)
+            reason = skip_reason(kernel, m, n, k, info)
+            (skipped.append((case, reason)) if reason else runnable.append(case))
+    return runnable, skipped
+
+
+def cmd_list(args) -> int:
+    rows = []
+    for kernel in catalogue.select(args.kernel):
+        shapes = "any" if kernel.multiple_of == (1, 1, 1) else "M%{} N%{} K%{}".format(*kernel.multiple_of)
+        origin = ", ".join(f"{o.seed[:3]} {o.label}" for o in kernel.origins)
+        rows.append([kernel.name, kernel.library or f"{kernel.source} {kernel.entry}", shapes,
+                     f"{kernel.min_compute_capability / 10:.1f}", origin, kernel.technique])
+    print_table(["kernel", "source", "shapes", "min cc", "seed", "technique"], rows)
+    return 0
+
+
+def cmd_check(args) -> int:
+    import cupy
+
+    from .problem import make_problem
+    from .verify import VerificationError, verify
+
+    runnable, skipped = _cases(args, args.shape or [parse_shape(s) for s in DEFAULT_CHECK_SHAPES])
+    rows, failed = [], 0
+    for index, case in enumerate(runnable, 1):
+        print(f"[{index}/{len(runnable)}] {case.id}", file=sys.stderr)
+        try:
+            with cupy.cuda.Device(args.device):
+                error = verify(make_problem(case.kernel, case.m, case.n, case.k, alpha=args.alpha, beta=args.beta))
+            rows.append([case.kernel.name, f"{case.m}x{case.n}x{case.k}", f"{error:.2e}", "ok"])
+        except Exception as exc:  # a wrong or broken kernel is reported and the check goes on
+            failed += 1
+            detail = str(exc).splitlines()[0] if isinstance(exc, VerificationError) else f"{type(exc).__name__}: {exc}"
+            rows.append([case.kernel.name, f"{case.m}x{case.n}x{case.k}", "-", f"FAILED {detail}"])
+    rows += [[case.kernel.name, f"{case.m}x{case.n}x{case.k}", "-", f"skipped: {reason}"] for case, reason in skipped]
+    print_table(["kernel", "MxNxK", "rel. error", "result"], rows)
+    print(f"{len(runnable) - failed} passed, {failed} failed, {len(skipped)} skipped")
+    return 1 if failed else 0
+
+
+def cmd_bench(args) -> int:
+    from .peak import peak_tflops
+    from .record import run_cases
+    from .telemetry import TelemetryUnavailable, gpu_identity
+
+    shapes = args.shape or [(s, s, s) for s in (args.size or catalogue.default_sizes())]
+    runnable, skipped = _cases(args, shapes)
+    info = device_info(args.device)
+    try:
+        max_clock = gpu_identity(args.device).max_sm_clock_mhz
+    except TelemetryUnavailable:
+        max_clock = 0
+    started = time.monotonic()
+
+    def progress(index: int, case: Case) -> None:
+        print(f"[{index + 1}/{len(runnable)}] {case.id}  ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+
+    results = run_cases(runnable, args.device, progress)
+    cublas = {(r.kernel.split("/")[0], r.m, r.n, r.k): r.tflops for r in results.values()
+              if not isinstance(r, BaseException) and r.kernel.endswith("/cublas")}
+    rows, failed = [], 0
+    for case in runnable:
+        result = results[case.id]
+        shape = f"{case.m}x{case.n}x{case.k}"
+        if isinstance(result, BaseException):
+            failed += 1
+            rows.append([case.kernel.name, shape, "-", "-", "-", "-", "-", f"FAILED {str(result).splitlines()[0]}"])
+            continue
+        baseline = cublas.get((case.kernel.precision, case.m, case.n, case.k))
+        peak = peak_tflops(case.kernel.precision, info.compute_capability, info.sm_count, max_clock)
+        rows.append([case.kernel.name, shape, f"{result.median_s * 1e3:.3f}", f"{result.tflops:.2f}",
+                     f"{100 * result.tflops / baseline:.1f}" if baseline else "-",
+                     f"{100 * result.tflops / peak:.1f}" if peak else "-",
+                     f"{result.mean_sm_clock_mhz:.0f}", ", ".join(result.telemetry.get("throttle_reasons", []))])
+    rows += [[case.kernel.name, f"{case.m}x{case.n}x{case.k}", "-", "-", "-", "-", "-", f"skipped: {reason}"]
+             for case, reason in skipped]
+    print(f"{info.name}, {info.sm_count} SMs, max SM clock {max_clock} MHz")
+    print_table(["kernel", "MxNxK", "median ms", "TFLOP/s", "% cuBLAS", "% peak", "SM MHz", "throttled / notes"], rows)
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({case_id: (vars(r) if not isinstance(r, BaseException) else {"error": str(r)})
+                       for case_id, r in results.items()}, out, indent=1)
+    return 1 if failed else 0
+
+
+def cmd_machine(args) -> int:
+    from pathlib import Path
+
+    from .machine import detect_identity, machine_entry, machine_name, write_machine_file
+
+    identity = detect_identity(args.device)
+    entry = machine_entry(identity, args.name or machine_name(identity))
+    write_machine_file(entry, Path(args.file).expanduser())
+    print(f"wrote machine {entry['machine']!r} to {args.file}")
+    print(json.dumps(entry, indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sgemm", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, handler, help_text: str, kernels: bool = True) -> argparse.ArgumentParser:
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        command.set_defaults(handler=handler)
+        command.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
+        if kernels:
+            command.add_argument("-k", "--kernel", action="append", default=[],
+                                 help="kernel name or precision prefix, e.g. fp32/naive or fp16 (repeatable)")
+        return command
+
+    add("list", cmd_list, "show the kernel catalogue")
+    check = add("check", cmd_check, "check every kernel against an FP64 reference on this GPU")
+    check.add_argument("--shape", type=parse_shape, action="append", help="MxNxK (repeatable)")
+    check.add_argument("--alpha", type=float, default=1.0)
+    check.add_argument("--beta", type=float, default=0.0)
+    bench = add("bench", cmd_bench, "verify, then time kernels with NVBench and print a table")
+    bench.add_argument("--size", type=int, action="append", help="square size (repeatable; default: the suite's)")
+    bench.add_argument("--shape", type=parse_shape, action="append", help="MxNxK (repeatable)")
+    bench.add_argument("--json", help="also write every case's samples and telemetry to this file")
+    machine = add("machine", cmd_machine, "write this box's entry in the asv machine file from NVML", kernels=False)
+    machine.add_argument("--name", help="machine name (default: from the GPU model)")
+    machine.add_argument("--file", default="~/.asv-machine.json")
+    return parser
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"sgemm: warning: {message}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    warnings.showwarning = _show_warning
+    try:
+        return args.handler(args)
+    except (UnknownKernelError, CatalogueError) as exc:
+        print(f"sgemm: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    except NoGpuError as exc:
+        print(f"sgemm {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        from .machine import MachineFileError
+
+        if isinstance(exc, MachineFileError):
+            print(f"sgemm machine: {exc}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

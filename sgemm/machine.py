@@ -1,0 +1,91 @@
+"""This box's entry in ~/.asv-machine.json, named and described from NVML.
+
+asv turns every extra key of a machine into a facet of the published site and part of each graph's identity, so only
+stable facts go in: GPU model, memory, compute capability. Driver and clocks change under the same GPU and are
+recorded with each case instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import socket
+import warnings
+from pathlib import Path
+
+from .telemetry import GpuIdentity, TelemetryUnavailable, gpu_identity
+
+ASV_MACHINE_FILE = Path("~/.asv-machine.json").expanduser()
+ASV_MACHINE_VERSION = 1
+
+
+class MachineFileError(RuntimeError):
+    """The existing machine file cannot be read; nothing was written."""
+
+
+def machine_name(identity: GpuIdentity | None) -> str:
+    """'nvidia-h100-80gb-hbm3' from the GPU model; the host name when the GPU is unknown."""
+    if identity is None:
+        return socket.gethostname()
+    return re.sub(r"[^a-z0-9]+", "-", identity.model.lower()).strip("-")
+
+
+def _ram_bytes() -> str:
+    try:
+        return str(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return ""
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def machine_entry(identity: GpuIdentity | None, name: str) -> dict:
+    entry = {
+        "machine": name,
+        "arch": platform.machine(),
+        "cpu": _cpu_model(),
+        "num_cpu": str(os.cpu_count() or ""),
+        "os": f"{platform.system()} {platform.release()}",
+        "ram": _ram_bytes(),
+    }
+    if identity is None:
+        entry["gpu"] = "unknown"
+    else:
+        entry.update(gpu=identity.model, gpu_memory=f"{identity.memory_gib} GiB",
+                     compute_capability=identity.compute_capability)
+    return entry
+
+
+def detect_identity(cuda_device: int = 0) -> GpuIdentity | None:
+    try:
+        return gpu_identity(cuda_device)
+    except TelemetryUnavailable as exc:
+        warnings.warn(f"{exc}; the machine is named after the host and its GPU recorded as unknown")
+        return None
+
+
+def write_machine_file(entry: dict, path: Path = ASV_MACHINE_FILE) -> None:
+    """Add or replace this machine's entry, keeping every other machine already in the file."""
+    machines: dict = {}
+    if path.exists():
+        try:
+            machines = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise MachineFileError(f"{path} is not valid JSON ({exc}); fix or move it, nothing was written") from exc
+        if not isinstance(machines, dict):
+            raise MachineFileError(f"{path} does not hold a JSON object; fix or move it, nothing was written")
+    machines[entry["machine"]] = entry
+    machines["version"] = ASV_MACHINE_VERSION
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(machines, indent=4, sort_keys=True) + "\n")
+    tmp.replace(path)
