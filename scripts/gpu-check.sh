@@ -17,7 +17,7 @@ if command -v asv >/dev/null || python3 -c 'import asv' 2>/dev/null; then
     machine=$(python3 -c 'from sgemm.machine import detect_identity, machine_name; print(machine_name(detect_identity()))')
     step python3 -m sgemm machine
     step python3 -m asv run --python=same --set-commit-hash "$(git rev-parse HEAD)" --machine "$machine" \
-        --show-stderr 2>&1 | tail -n 80 | tee "$out/asv.txt"
+        --record-samples --show-stderr 2>&1 | tail -n 80 | tee "$out/asv.txt"
     tar -czf "$out/asv-results.tar.gz" results
 fi
 exit $status

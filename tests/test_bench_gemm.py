@@ -1,0 +1,97 @@
+"""The asv suite: discovery with no GPU, skips instead of errors, and the sample format asv must keep accepting."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sgemm.catalogue import PRECISIONS, default_sizes, load_catalogue
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_suite():
+    spec = importlib.util.spec_from_file_location("bench_gemm_under_test", ROOT / "benchmarks" / "bench_gemm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_parameters_come_from_the_catalogue():
+    kernels, sizes, precisions = load_suite().Gemm.params
+    assert set(kernels) == {k.family for k in load_catalogue().values()}
+    assert sizes == default_sizes() and precisions == list(PRECISIONS)
+
+
+def test_a_combination_without_a_kernel_is_a_skip(tmp_path):
+    gemm = load_suite().Gemm()
+    with pytest.raises(NotImplementedError, match="no fp16/naive kernel"):
+        gemm.setup(str(tmp_path), "naive", 1024, "fp16")
+
+
+def test_a_shape_the_kernel_does_not_claim_is_a_skip(tmp_path):
+    gemm = load_suite().Gemm()
+    with pytest.raises(NotImplementedError, match="multiple of 4"):
+        gemm.setup(str(tmp_path), "float4", 1001, "fp32")
+
+
+def test_asv_discovers_the_suite_without_a_gpu(tmp_path):
+    out = tmp_path / "discovered.json"
+    import asv
+
+    runner = Path(asv.__file__).with_name("benchmark.py")
+    subprocess.run([sys.executable, str(runner), "discover", str(ROOT / "benchmarks"), str(out)], check=True,
+                   cwd=tmp_path)
+    names = {entry["name"] for entry in json.loads(out.read_text())}
+    assert {"bench_gemm.Gemm.track_time", "bench_gemm.Gemm.track_tflops", "bench_gemm.Gemm.track_sm_clock"} <= names
+
+
+def test_asv_pin():
+    import asv
+
+    assert asv.__version__ == "0.6.6", "the samples format below is undocumented: re-check it before moving asv"
+
+
+SYNTHETIC_SUITE = '''
+class Synthetic:
+    def track_time(self):
+        return {"samples": [1.00, 1.01, 0.99, 1.02, 0.98, 1.00, 1.01, 0.99, 1.00, 1.00], "number": 1}
+    track_time.unit = "seconds"
+'''
+
+
+def test_asv_stores_statistics_for_a_track_benchmark_that_returns_samples(tmp_path):
+    """Our benchmarks hand asv NVBench's samples this way; asv 0.6.6 keeps them with CI and quartiles."""
+    repo = tmp_path / "repo"
+    (repo / "benchmarks").mkdir(parents=True)
+    (repo / "benchmarks" / "__init__.py").write_text("")
+    (repo / "benchmarks" / "bench_synthetic.py").write_text(textwrap.dedent(SYNTHETIC_SUITE))
+    (repo / "asv.conf.json").write_text(json.dumps({
+        "version": 1, "project": "synthetic", "repo": ".", "branches": ["main"],
+        "environment_type": "existing", "benchmark_dir": "benchmarks", "results_dir": "results",
+        "html_dir": "html", "env_dir": "env",
+    }))
+    env = dict(os.environ, HOME=str(tmp_path), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t")
+
+    def sh(*args):
+        return subprocess.run(args, cwd=repo, env=env, check=True, capture_output=True, text=True)
+
+    sh("git", "init", "-q", "-b", "main")
+    sh("git", "add", "-A")
+    sh("git", "commit", "-qm", "synthetic")
+    sh(sys.executable, "-m", "asv", "machine", "--yes", "--machine", "synthetic")
+    sh(sys.executable, "-m", "asv", "run", "--python=same", "--machine", "synthetic", "--record-samples",
+       "--set-commit-hash", sh("git", "rev-parse", "HEAD").stdout.strip())
+    [results_file] = [p for p in (repo / "results" / "synthetic").glob("*.json") if p.name != "machine.json"]
+    data = json.loads(results_file.read_text())
+    row = dict(zip(data["result_columns"], data["results"]["bench_synthetic.Synthetic.track_time"]))
+    assert row["result"] == [pytest.approx(1.0)]
+    assert row["stats_ci_99_a"][0] < 1.0 < row["stats_ci_99_b"][0]
+    assert row["stats_q_25"][0] <= 1.0 <= row["stats_q_75"][0]
+    assert sorted(row["samples"][0]) == sorted([1.00, 1.01, 0.99, 1.02, 0.98, 1.00, 1.01, 0.99, 1.00, 1.00])

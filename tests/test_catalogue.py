@@ -1,0 +1,114 @@
+import re
+from pathlib import Path
+
+import pytest
+
+from sgemm import catalogue
+from sgemm.catalogue import KERNEL_DIR, CatalogueError, UnknownKernelError, load_catalogue
+
+KERNELS = load_catalogue()
+COMPILED = [k for k in KERNELS.values() if not k.library]
+
+
+def test_names_are_precision_slash_kernel():
+    for name, kernel in KERNELS.items():
+        assert re.fullmatch(r"(fp32|fp16)/[a-z0-9_]+", name), name
+        assert kernel.precision in catalogue.PRECISIONS
+
+
+def test_every_source_file_belongs_to_an_entry():
+    used = {k.source for k in COMPILED}
+    on_disk = {p.name for p in KERNEL_DIR.glob("*.cu")}
+    assert on_disk == used, f"kernels without an entry: {on_disk - used}; entries without a file: {used - on_disk}"
+
+
+@pytest.mark.parametrize("source", sorted({k.source for k in COMPILED}))
+def test_every_source_opens_with_technique_tiles_and_shapes(source):
+    text = (KERNEL_DIR / source).read_text()
+    header = text.split("#include", 1)[0]
+    assert header.startswith("//"), f"{source} must open with a comment"
+    assert "Shapes:" in header, f"{source}'s header must say which shapes it supports"
+
+
+@pytest.mark.parametrize("kernel", COMPILED, ids=lambda k: k.name)
+def test_entry_names_a_template_in_its_source(kernel):
+    template = kernel.entry.split("<", 1)[0]
+    assert re.search(rf"\b{template}\s*\(", (KERNEL_DIR / kernel.source).read_text())
+
+
+@pytest.mark.parametrize("kernel", COMPILED, ids=lambda k: k.name)
+@pytest.mark.parametrize("m, n", [(1, 1), (1000, 1028), (4096, 4096), (4097, 127)])
+def test_grid_covers_every_element_and_no_more(kernel, m, n):
+    gx, gy, gz = kernel.grid(m, n)
+    rows, cols = kernel.block_tile
+    assert gz == 1
+    assert gy * rows >= m > (gy - 1) * rows
+    assert gx * cols >= n > (gx - 1) * cols
+
+
+def test_shape_rules():
+    float4 = KERNELS["fp32/float4"]
+    assert float4.shape_problem(1000, 1028, 516) is None
+    assert "N to be a multiple of 4" in float4.shape_problem(1000, 1001, 516)
+    assert "K to be a multiple of 4" in float4.shape_problem(1000, 1028, 517)
+    assert KERNELS["fp32/naive"].shape_problem(1, 1, 1) is None
+    assert "at least 1" in KERNELS["fp32/naive"].shape_problem(0, 5, 5)
+
+
+def test_suite_sizes_include_a_size_no_tile_divides():
+    sizes = catalogue.default_sizes()
+    assert {1024, 2048, 4096} <= set(sizes)
+    tiles = {dim for k in COMPILED for dim in k.block_tile}
+    assert any(all(size % t for t in tiles if t > 1) for size in sizes)
+
+
+def test_select_by_name_and_precision_prefix():
+    assert [k.name for k in catalogue.select(["fp32/naive"])] == ["fp32/naive"]
+    assert {k.precision for k in catalogue.select(["fp16"])} == {"fp16"}
+    assert len(catalogue.select([])) == len(KERNELS)
+
+
+def test_unknown_kernel_lists_the_known_ones():
+    with pytest.raises(UnknownKernelError) as info:
+        catalogue.get_kernel("fp32/nope")
+    assert "fp32/naive" in str(info.value) and "fp32/nope" in str(info.value)
+    with pytest.raises(UnknownKernelError):
+        catalogue.select(["fp64"])
+
+
+GOOD = """
+[suite]
+sizes = [64]
+[[kernel]]
+name = "fp32/k"
+technique = "t"
+source = "k.cu"
+entry = "k<1>"
+block_threads = [32, 1]
+block_tile = [1, 32]
+multiple_of = { m = 1, n = 1, k = 1 }
+min_compute_capability = 70
+"""
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace('name = "fp32/k"', 'name = "fp64/k"'), "precision"),
+    (lambda t: t.replace('technique = "t"\n', ""), "missing fields"),
+    (lambda t: t.replace('technique = "t"', 'technique = "t"\ncolour = "red"'), "unknown fields"),
+    (lambda t: t.replace('"k.cu"', '"missing.cu"'), "is not in"),
+    (lambda t: t.replace("[32, 1]", "[32]"), "two positive integers"),
+    (lambda t: t.replace("m = 1, ", ""), "exactly m, n and k"),
+    (lambda t: t + t.split("[suite]\nsizes = [64]")[1], "listed twice"),
+    (lambda t: t.replace("[[kernel]]", "[[kernel]"), "cannot read"),
+])
+def test_malformed_entries_are_named(tmp_path: Path, edit, message):
+    (tmp_path / "k.cu").write_text("// k\n")
+    load_catalogue(_write(tmp_path, GOOD), tmp_path)  # the unedited text is valid
+    with pytest.raises(CatalogueError, match=message):
+        load_catalogue(_write(tmp_path, edit(GOOD)), tmp_path)
+
+
+def _write(directory: Path, text: str) -> Path:
+    path = directory / "catalogue.toml"
+    path.write_text(text)
+    return path

@@ -1,0 +1,88 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sgemm import cli
+from sgemm.catalogue import load_catalogue
+
+
+def run(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "sgemm", *args], capture_output=True, text=True, env=env)
+
+
+def test_list_shows_every_kernel(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in load_catalogue():
+        assert name in out
+
+
+def test_an_unknown_kernel_is_a_clear_error():
+    done = run("list", "-k", "fp32/nope")
+    assert done.returncode == 2
+    assert "unknown kernel 'fp32/nope'" in done.stderr and "fp32/naive" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("text", ["12x12", "axbxc", "0x4x4"])
+def test_a_bad_shape_is_refused_by_the_parser(text):
+    done = run("check", "--shape", text)
+    assert done.returncode == 2 and "MxNxK" in done.stderr or "at least 1" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_shapes_parse():
+    assert cli.parse_shape("1000x1028X516") == (1000, 1028, 516)
+
+
+@pytest.mark.parametrize("command", ["check", "bench"])
+def test_without_a_gpu_the_message_is_clear_and_the_exit_non_zero(command):
+    if cli_has_gpu():
+        pytest.skip("this machine has a GPU")
+    done = run(command, "-k", "fp32/naive")
+    assert done.returncode == 1
+    assert f"sgemm {command}: no usable CUDA GPU" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_machine_writes_the_file_and_warns_without_nvml(tmp_path):
+    if cli_has_gpu():
+        pytest.skip("this machine has NVML")
+    path = tmp_path / "machines.json"
+    done = run("machine", "--file", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "sgemm: warning: NVML is not available" in done.stderr
+    entry = json.loads(path.read_text())
+    assert len(entry) == 2 and entry["version"] == 1
+
+
+def test_a_corrupt_machine_file_is_an_error_and_untouched(tmp_path):
+    path = tmp_path / "machines.json"
+    path.write_text("[1, 2")
+    done = run("machine", "--file", str(path))
+    assert done.returncode == 1 and "nothing was written" in done.stderr and "Traceback" not in done.stderr
+    assert path.read_text() == "[1, 2"
+
+
+def cli_has_gpu() -> bool:
+    from sgemm.record import NoGpuError, device_info
+
+    try:
+        device_info()
+    except NoGpuError:
+        return False
+    return True
+
+
+@pytest.mark.gpu
+def test_check_and_bench_on_the_gpu(tmp_path):
+    done = run("check", "-k", "fp32/naive", "-k", "fp32/float4", "--shape", "130x132x68")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed, 0 failed" in done.stdout
+    out = tmp_path / "bench.json"
+    done = run("bench", "-k", "fp32/cublas", "-k", "fp32/naive", "--size", "512", "--json", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "% cuBLAS" in done.stdout and "100.0" in done.stdout
+    assert set(json.loads(out.read_text())) == {"fp32/cublas:512x512x512", "fp32/naive:512x512x512"}

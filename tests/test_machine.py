@@ -1,0 +1,49 @@
+import json
+import warnings
+
+import pytest
+
+from sgemm import machine
+from sgemm.telemetry import GpuIdentity, TelemetryUnavailable
+
+H100 = GpuIdentity("NVIDIA H100 80GB HBM3", 80, "9.0", uuid="GPU-1", driver="580.159.04", max_sm_clock_mhz=1980)
+
+
+def test_name_and_facets_come_from_the_gpu_and_are_stable():
+    entry = machine.machine_entry(H100, machine.machine_name(H100))
+    assert entry["machine"] == "nvidia-h100-80gb-hbm3"
+    assert entry["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert entry["gpu_memory"] == "80 GiB" and entry["compute_capability"] == "9.0"
+    assert {"arch", "cpu", "num_cpu", "os", "ram"} <= entry.keys()
+    assert "580.159.04" not in json.dumps(entry) and "GPU-1" not in json.dumps(entry), "volatile facts stay out"
+
+
+def test_writing_keeps_other_machines(tmp_path):
+    path = tmp_path / "asv-machine.json"
+    path.write_text(json.dumps({"other": {"machine": "other"}, "version": 1}))
+    machine.write_machine_file(machine.machine_entry(H100, "h100"), path)
+    machine.write_machine_file(machine.machine_entry(H100, "h100"), path)
+    saved = json.loads(path.read_text())
+    assert set(saved) == {"other", "h100", "version"}
+
+
+def test_a_corrupt_machine_file_is_left_alone(tmp_path):
+    path = tmp_path / "asv-machine.json"
+    path.write_text("{not json")
+    with pytest.raises(machine.MachineFileError, match="nothing was written"):
+        machine.write_machine_file(machine.machine_entry(H100, "h100"), path)
+    assert path.read_text() == "{not json"
+
+
+def test_without_nvml_the_identity_falls_back_with_a_warning(monkeypatch):
+    def no_nvml(device):
+        raise TelemetryUnavailable("NVML is not available: no library")
+
+    monkeypatch.setattr(machine, "gpu_identity", no_nvml)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        identity = machine.detect_identity()
+    assert identity is None
+    assert "no library" in str(caught[0].message)
+    entry = machine.machine_entry(identity, machine.machine_name(identity))
+    assert entry["gpu"] == "unknown" and entry["machine"]

@@ -1,0 +1,34 @@
+import pytest
+
+from sgemm.measure import Timing, time_cases
+
+
+def test_case_ids_with_nvbench_syntax_are_refused():
+    with pytest.raises(ValueError, match="may not contain"):
+        time_cases({"a,b": lambda: None})
+
+
+def test_timing_summaries():
+    timing = Timing([3.0, 1.0, 2.0], [1900.0, 2000.0])
+    assert timing.median_s == 2.0 and timing.mean_sm_clock_mhz == 1950.0
+
+
+@pytest.mark.gpu
+def test_nvbench_times_each_case_and_a_failing_case_does_not_stop_the_rest():
+    import cupy
+
+    x = cupy.ones(1 << 24, dtype=cupy.float32)
+
+    def prepare_scale():
+        return lambda: cupy.multiply(x, 2.0, out=x)
+
+    def prepare_broken():
+        raise RuntimeError("cannot prepare this one")
+
+    results = time_cases({"scale": prepare_scale, "broken": prepare_broken, "scale-again": prepare_scale})
+    assert isinstance(results["broken"], RuntimeError) and "cannot prepare" in str(results["broken"])
+    for case in ("scale", "scale-again"):
+        timing = results[case]
+        assert len(timing.samples_s) >= 10 and all(0 < s < 0.1 for s in timing.samples_s)
+        assert len(timing.sm_clock_mhz) == len(timing.samples_s)
+        assert 200 < timing.mean_sm_clock_mhz < 4000, "per-sample clocks must be in MHz"

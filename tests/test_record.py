@@ -1,0 +1,100 @@
+import pytest
+
+from sgemm import record
+from sgemm.catalogue import get_kernel
+from sgemm.record import AsvCase, Case, CaseResult, DeviceInfo, skip_reason
+from sgemm.verify import VerificationError
+
+H100 = DeviceInfo("NVIDIA H100 80GB HBM3", 90, 132)
+
+
+def result(**changes) -> CaseResult:
+    fields = dict(kernel="fp32/naive", m=1024, n=1024, k=1024, gpu="H100", relative_error=1e-7,
+                  samples_s=[0.002, 0.001, 0.003], sm_clock_mhz=[1980.0, 1970.0], telemetry={"power_w_mean": 400.0})
+    fields.update(changes)
+    return CaseResult(**fields)
+
+
+def test_figures_of_a_case():
+    r = result()
+    assert r.median_s == 0.002
+    assert r.tflops == pytest.approx(2 * 1024**3 / 0.002 / 1e12)
+    assert r.mean_sm_clock_mhz == 1975.0
+
+
+def test_a_result_survives_a_round_trip(tmp_path):
+    result().save(tmp_path / "r.json")
+    assert CaseResult.load(tmp_path / "r.json") == result()
+
+
+def test_skip_reasons():
+    old_gpu = DeviceInfo("Tesla P100", 60, 56)
+    assert "needs compute capability 7.0" in skip_reason(get_kernel("fp32/naive"), 64, 64, 64, old_gpu)
+    assert "multiple of 4" in skip_reason(get_kernel("fp32/float4"), 64, 63, 64, H100)
+    assert skip_reason(get_kernel("fp32/float4"), 64, 64, 64, H100) is None
+
+
+@pytest.fixture
+def fake_measurements(monkeypatch):
+    calls = []
+
+    def run_cases(cases, device=0, progress=None):
+        calls.append(cases)
+        return {case.id: result(kernel=case.kernel.name, samples_s=[float(len(calls))]) for case in cases}
+
+    monkeypatch.setattr(record, "run_cases", run_cases)
+    return calls
+
+
+def test_an_asv_run_measures_each_case_once_for_all_its_methods(tmp_path, fake_measurements):
+    case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024)
+    assert case.result("time").samples_s == [1.0]
+    assert case.result("sm_clock").samples_s == [1.0]
+    assert case.result("power").samples_s == [1.0]
+    assert len(fake_measurements) == 1
+    # a method that has already read this measurement is in the next round: measure again
+    assert case.result("time").samples_s == [2.0]
+    assert len(fake_measurements) == 2
+
+
+def test_a_failed_measurement_fails_the_benchmark_and_records_nothing(tmp_path, monkeypatch):
+    wrong = VerificationError("fp32/naive is wrong at 1024x1024x1024")
+    monkeypatch.setattr(record, "run_cases", lambda cases, device=0: {cases[0].id: wrong})
+    case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024)
+    with pytest.raises(VerificationError, match="is wrong at"):
+        case.result("time")
+    assert not case.path.exists()
+
+
+def test_asv_skips_what_this_commit_or_kernel_cannot_do(tmp_path):
+    with pytest.raises(NotImplementedError, match="no fp32/not_yet kernel"):
+        record.asv_case(str(tmp_path), "fp32/not_yet", 1024)
+    with pytest.raises(NotImplementedError, match="multiple of 4"):
+        record.asv_case(str(tmp_path), "fp32/float4", 1001)
+
+
+def test_a_case_measured_earlier_in_the_run_is_read_without_cuda(tmp_path, monkeypatch, fake_measurements):
+    AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024).result("time")
+
+    def no_cuda(device=0):
+        raise AssertionError("CUDA must not be started to read a recorded case")
+
+    monkeypatch.setattr(record, "device_info", no_cuda)
+    assert record.asv_case(str(tmp_path), "fp32/naive", 1024).result("tflops").samples_s == [1.0]
+
+
+def test_case_ids_are_valid_nvbench_axis_values():
+    case_id = Case(get_kernel("fp32/naive"), 1000, 1028, 516).id
+    assert case_id == "fp32/naive:1000x1028x516"
+    assert "," not in case_id and "]" not in case_id
+
+
+@pytest.mark.gpu
+def test_run_cases_verifies_measures_and_records_telemetry():
+    cases = [Case(get_kernel("fp32/naive"), 256, 256, 256), Case(get_kernel("fp32/float4"), 256, 256, 256)]
+    results = record.run_cases(cases)
+    for case in cases:
+        r = results[case.id]
+        assert isinstance(r, CaseResult), r
+        assert r.relative_error <= 1e-5 and r.median_s > 0 and r.mean_sm_clock_mhz > 200
+        assert r.telemetry["readings"] >= 2 and r.telemetry["power_w_mean"] > 0
