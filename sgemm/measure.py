@@ -1,8 +1,9 @@
 """Time launches with NVBench (the cuda-bench package): cold runs with the L2 flushed, behind NVBench's blocking
 kernel, until its stopping rule is met; per-sample GPU time and SM clock come back from its JSON output.
 
-NVBench keeps a process-wide registry, so one benchmark ("gemm") is registered once, with a string axis of case ids
-that every call overrides on NVBench's command line.
+NVBench runs its registered benchmarks once per process ("Benchmarks were already executed" on a second try), so
+`time_cases` takes every case of the process in one call: one benchmark ("gemm") with a string axis of case ids,
+set on NVBench's command line.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ class Timing:
 
 _prepares: dict[str, Prepare] = {}
 _failures: dict[str, BaseException] = {}
-_registered = False
+_ran = False
+FORBIDDEN_IN_CASE_IDS = ",[]:"  # NVBench's list and range syntax
 
 
 def _gemm(state) -> None:
@@ -57,15 +59,6 @@ def _gemm(state) -> None:
     state.exec(launcher)
 
 
-def _register() -> None:
-    global _registered
-    if not _registered:
-        from cuda import bench
-
-        bench.register(_gemm).set_name(BENCHMARK).add_string_axis(AXIS, ["unset"])
-        _registered = True
-
-
 def _to_mhz(frequencies) -> list[float]:
     return [f / 1e6 for f in frequencies]
 
@@ -73,15 +66,19 @@ def _to_mhz(frequencies) -> list[float]:
 def time_cases(cases: dict[str, Prepare], device: int = 0, extra_args: tuple[str, ...] = ()) -> dict[str, Timing | BaseException]:
     """Time every case on one CUDA device. A case that fails to prepare maps to its exception; the rest still run.
 
-    Case ids must not contain ',' or ']' (NVBench's axis syntax).
+    Call once per process. Case ids must not contain any of FORBIDDEN_IN_CASE_IDS.
     """
+    global _ran
     from cuda import bench
     from cuda.bench.results import BenchmarkResult
 
-    bad = [case for case in cases if "," in case or "]" in case]
+    bad = [case for case in cases if any(c in case for c in FORBIDDEN_IN_CASE_IDS)]
     if bad:
-        raise ValueError(f"case ids may not contain ',' or ']': {bad}")
-    _register()
+        raise ValueError(f"case ids may not contain any of {FORBIDDEN_IN_CASE_IDS!r}: {bad}")
+    if _ran:
+        raise RuntimeError("NVBench runs once per process: pass every case to one time_cases call")
+    _ran = True
+    bench.register(_gemm).set_name(BENCHMARK).add_string_axis(AXIS, ["unset"])
     _prepares.clear()
     _prepares.update(cases)
     _failures.clear()

@@ -35,7 +35,7 @@ class Case:
 
     @property
     def id(self) -> str:
-        return f"{self.kernel.name}:{self.m}x{self.n}x{self.k}"
+        return f"{self.kernel.name}/{self.m}x{self.n}x{self.k}"
 
 
 @dataclass
@@ -167,7 +167,7 @@ class AsvCase:
 
     def __init__(self, run_dir: str, kernel: Kernel, size: int):
         self.case = Case(kernel, size, size, size)
-        self.path = Path(run_dir) / (self.case.id.replace("/", "_").replace(":", "_") + ".json")
+        self.path = Path(run_dir) / (self.case.id.replace("/", "_") + ".json")
 
     def result(self, method: str) -> CaseResult:
         if self.path.exists():

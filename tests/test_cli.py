@@ -85,4 +85,4 @@ def test_check_and_bench_on_the_gpu(tmp_path):
     done = run("bench", "-k", "fp32/cublas", "-k", "fp32/naive", "--size", "512", "--json", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "% cuBLAS" in done.stdout and "100.0" in done.stdout
-    assert set(json.loads(out.read_text())) == {"fp32/cublas:512x512x512", "fp32/naive:512x512x512"}
+    assert set(json.loads(out.read_text())) == {"fp32/cublas/512x512x512", "fp32/naive/512x512x512"}
