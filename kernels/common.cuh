@@ -7,6 +7,14 @@ __device__ __forceinline__ void store_epilogue(float* c, float acc, float alpha,
     *c = (beta == 0.0f) ? alpha * acc : alpha * acc + beta * *c;
 }
 
+// dst[0..3] = v: spreads a 128-bit load over four registers of a fragment array.
+__device__ __forceinline__ void unpack4(float* dst, float4 v) {
+    dst[0] = v.x;
+    dst[1] = v.y;
+    dst[2] = v.z;
+    dst[3] = v.w;
+}
+
 // The same for four consecutive elements of C; c must be 16-byte aligned.
 __device__ __forceinline__ void store_epilogue4(float* c, float4 acc, float alpha, float beta) {
     float4 out = make_float4(alpha * acc.x, alpha * acc.y, alpha * acc.z, alpha * acc.w);

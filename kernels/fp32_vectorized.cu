@@ -85,21 +85,11 @@ gemm_vectorized(int M, int N, int K, float alpha, const float* __restrict__ A, c
         for (int k = 0; k < BK; ++k) {
             float a_frag[TM], b_frag[TN];
 #pragma unroll
-            for (int m = 0; m < TM; m += 4) {
-                const float4 v = *reinterpret_cast<const float4*>(&As[stage][k][thread_row + m]);
-                a_frag[m + 0] = v.x;
-                a_frag[m + 1] = v.y;
-                a_frag[m + 2] = v.z;
-                a_frag[m + 3] = v.w;
-            }
+            for (int m = 0; m < TM; m += 4)
+                unpack4(&a_frag[m], *reinterpret_cast<const float4*>(&As[stage][k][thread_row + m]));
 #pragma unroll
-            for (int n = 0; n < TN; n += 4) {
-                const float4 v = *reinterpret_cast<const float4*>(&Bs[stage][k][thread_col + n]);
-                b_frag[n + 0] = v.x;
-                b_frag[n + 1] = v.y;
-                b_frag[n + 2] = v.z;
-                b_frag[n + 3] = v.w;
-            }
+            for (int n = 0; n < TN; n += 4)
+                unpack4(&b_frag[n], *reinterpret_cast<const float4*>(&Bs[stage][k][thread_col + n]));
 #pragma unroll
             for (int m = 0; m < TM; ++m)
 #pragma unroll

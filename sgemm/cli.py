@@ -10,7 +10,7 @@ import warnings
 
 from . import catalogue
 from .catalogue import CatalogueError, UnknownKernelError
-from .record import Case, NoGpuError, device_info, skip_reason
+from .record import Case, DeviceInfo, NoGpuError, device_info, skip_reason
 
 DEFAULT_CHECK_SHAPES = ("1024x1024x1024", "1000x1028x516")
 
@@ -31,15 +31,16 @@ def print_table(header: list[str], rows: list[list[str]]) -> None:
         print("  ".join(str(cell).ljust(w) for cell, w in zip(line, widths)).rstrip())
 
 
-def _cases(args, shapes) -> tuple[list[Case], list[tuple[Case, str]]]:
+def _cases(args, shapes, info: DeviceInfo) -> tuple[list[Case], list[tuple[Case, str]]]:
     """The selected cases this GPU can run, and those it skips with the reason."""
-    info = device_info(args.device)
     runnable, skipped = [], []
     for kernel in catalogue.select(args.kernel):
         for m, n, k in shapes:
             case = Case(kernel, m, n, k)
-            reason = skip_reason(kernel, m, n, k, info)
-            (skipped.append((case, reason)) if reason else runnable.append(case))
+            if reason := skip_reason(kernel, m, n, k, info):
+                skipped.append((case, reason))
+            else:
+                runnable.append(case)
     return runnable, skipped
 
 
@@ -60,7 +61,8 @@ def cmd_check(args) -> int:
     from .problem import make_problem
     from .verify import VerificationError, verify
 
-    runnable, skipped = _cases(args, args.shape or [parse_shape(s) for s in DEFAULT_CHECK_SHAPES])
+    shapes = args.shape or [parse_shape(s) for s in DEFAULT_CHECK_SHAPES]
+    runnable, skipped = _cases(args, shapes, device_info(args.device))
     rows, failed = [], 0
     for index, case in enumerate(runnable, 1):
         print(f"[{index}/{len(runnable)}] {case.id}", file=sys.stderr)
@@ -84,8 +86,8 @@ def cmd_bench(args) -> int:
     from .telemetry import TelemetryUnavailable, gpu_identity
 
     shapes = args.shape or [(s, s, s) for s in (args.size or catalogue.default_sizes())]
-    runnable, skipped = _cases(args, shapes)
     info = device_info(args.device)
+    runnable, skipped = _cases(args, shapes, info)
     try:
         max_clock = gpu_identity(args.device).max_sm_clock_mhz
     except TelemetryUnavailable:

@@ -6,6 +6,7 @@ is mapped to its NVML handle through its PCI bus id.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -25,7 +26,9 @@ class TelemetryUnavailable(RuntimeError):
     """NVML could not be loaded or initialised (no driver, or no NVIDIA GPU)."""
 
 
+@functools.cache
 def _nvml():
+    """pynvml, initialised once per process."""
     try:
         import pynvml
 

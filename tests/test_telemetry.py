@@ -6,6 +6,13 @@ import pytest
 from sgemm import telemetry
 
 
+@pytest.fixture(autouse=True)
+def fresh_nvml():
+    telemetry._nvml.cache_clear()  # each test brings its own pynvml
+    yield
+    telemetry._nvml.cache_clear()
+
+
 def fake_nvml(power_mw, clocks_mhz, reasons, violation_ns):
     """A pynvml stand-in whose readings step through the given sequences."""
     readings = {"power": iter(power_mw), "clock": iter(clocks_mhz), "reasons": iter(reasons), "violation": iter(violation_ns)}
