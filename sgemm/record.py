@@ -12,11 +12,10 @@ import sys
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from statistics import fmean, median
 from typing import Callable
 
 from .catalogue import Kernel, UnknownKernelError, get_kernel
-from .measure import time_cases
+from .measure import Timing, time_cases
 from .problem import make_problem
 from .telemetry import CaseMonitor, TelemetryUnavailable, nvml_handle
 from .verify import verify
@@ -39,29 +38,21 @@ class Case:
 
 
 @dataclass
-class CaseResult:
+class CaseResult(Timing):
+    """A case's NVBench timing, with what was measured and where, and the GPU's state meanwhile."""
+
     kernel: str
     m: int
     n: int
     k: int
     gpu: str
     relative_error: float
-    samples_s: list[float]
-    sm_clock_mhz: list[float]  # NVBench's reading for each sample
     telemetry: dict = field(default_factory=dict)
     used_by: list[str] = field(default_factory=list)
 
     @property
-    def median_s(self) -> float:
-        return median(self.samples_s)
-
-    @property
     def tflops(self) -> float:
         return 2 * self.m * self.n * self.k / self.median_s / 1e12
-
-    @property
-    def mean_sm_clock_mhz(self) -> float:
-        return fmean(self.sm_clock_mhz) if self.sm_clock_mhz else float("nan")
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
@@ -157,8 +148,8 @@ def run_cases(cases: list[Case], device: int = 0,
         if isinstance(timing, BaseException):
             results[case.id] = timing
         else:
-            results[case.id] = CaseResult(case.kernel.name, case.m, case.n, case.k, info.name, errors[case.id],
-                                          timing.samples_s, timing.sm_clock_mhz, telemetry.get(case.id, {}))
+            results[case.id] = CaseResult(timing.samples_s, timing.sm_clock_mhz, case.kernel.name, case.m, case.n,
+                                          case.k, info.name, errors[case.id], telemetry.get(case.id, {}))
     return results
 
 
