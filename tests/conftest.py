@@ -12,8 +12,12 @@ def _no_gpu_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
-    gpu_items = [item for item in items if "gpu" in item.keywords]
-    if gpu_items and (reason := _no_gpu_reason()):
-        skip = pytest.mark.skip(reason=f"needs a CUDA GPU ({reason})")
-        for item in gpu_items:
-            item.add_marker(skip)
+    marked = [item for item in items if "gpu" in item.keywords or "no_gpu" in item.keywords]
+    if not marked:
+        return
+    reason = _no_gpu_reason()
+    for item in marked:
+        if "gpu" in item.keywords and reason:
+            item.add_marker(pytest.mark.skip(reason=f"needs a CUDA GPU ({reason})"))
+        elif "no_gpu" in item.keywords and not reason:
+            item.add_marker(pytest.mark.skip(reason="tests the behaviour without a GPU, and this machine has one"))

@@ -37,19 +37,17 @@ def test_shapes_parse():
     assert cli.parse_shape("1000x1028X516") == (1000, 1028, 516)
 
 
+@pytest.mark.no_gpu
 @pytest.mark.parametrize("command", ["check", "bench"])
 def test_without_a_gpu_the_message_is_clear_and_the_exit_non_zero(command):
-    if cli_has_gpu():
-        pytest.skip("this machine has a GPU")
     done = run(command, "-k", "fp32/naive")
     assert done.returncode == 1
     assert f"sgemm {command}: no usable CUDA GPU" in done.stderr
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.no_gpu
 def test_machine_writes_the_file_and_warns_without_nvml(tmp_path):
-    if cli_has_gpu():
-        pytest.skip("this machine has NVML")
     path = tmp_path / "machines.json"
     done = run("machine", "--file", str(path))
     assert done.returncode == 0, done.stderr
@@ -64,16 +62,6 @@ def test_a_corrupt_machine_file_is_an_error_and_untouched(tmp_path):
     done = run("machine", "--file", str(path))
     assert done.returncode == 1 and "nothing was written" in done.stderr and "Traceback" not in done.stderr
     assert path.read_text() == "[1, 2"
-
-
-def cli_has_gpu() -> bool:
-    from sgemm.record import NoGpuError, device_info
-
-    try:
-        device_info()
-    except NoGpuError:
-        return False
-    return True
 
 
 @pytest.mark.gpu
