@@ -5,33 +5,26 @@ installed from each commit under test, and the lists must not change with it. A 
 lacks, a shape a kernel does not claim and a GPU too old for a kernel are skips (NotImplementedError), not errors.
 """
 
-import importlib.util
 import os
-import sys
-from pathlib import Path
 
-_ROOT = Path(__file__).resolve().parents[1]
+from .worktree import KERNELS, SIZES, catalogue
 
-
-def _load_worktree_catalogue():
-    spec = importlib.util.spec_from_file_location("_worktree_catalogue", _ROOT / "sgemm" / "catalogue.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    path = _ROOT / "sgemm" / "catalogue.toml"
-    return module, module.load_catalogue(path, _ROOT / "kernels"), module.default_sizes(path)
-
-
-_catalogue, _KERNELS, _SIZES = _load_worktree_catalogue()
+try:
+    # Imported once in asv's forkserver, so that every benchmark process forked from it starts with them. Neither
+    # touches CUDA at import, which a forked process could not use again.
+    import cupy  # noqa: F401
+    import sgemm.record  # noqa: F401
+except ImportError:
+    pass  # no GPU stack here (discovery on a CPU box), or the commit under test lacks the package: setup() says so
 
 
 class Gemm:
     """C = A @ B (alpha 1, beta 0), square: time per launch, and the rate and GPU state it ran at."""
 
     params = [
-        list(dict.fromkeys(kernel.family for kernel in _KERNELS.values())),
-        _SIZES,
-        list(_catalogue.PRECISIONS),
+        list(dict.fromkeys(kernel.family for kernel in KERNELS.values())),
+        SIZES,
+        list(catalogue.PRECISIONS),
     ]
     param_names = ["kernel", "size", "precision"]
     timeout = 600
@@ -42,13 +35,13 @@ class Gemm:
 
     def setup(self, run_dir, kernel, size, precision):
         name = f"{precision}/{kernel}"
-        if name not in _KERNELS:
+        if name not in KERNELS:
             raise NotImplementedError(f"there is no {name} kernel")
         try:
             from sgemm.record import asv_case
         except ImportError as exc:
             raise NotImplementedError(f"the commit under test cannot run this suite: {exc}") from exc
-        self.case = asv_case(run_dir, name, size)
+        self.case = asv_case(run_dir, name, size, size, size)
 
     def track_time(self, run_dir, kernel, size, precision):
         return {"samples": self.case.result("time").samples_s, "number": 1}

@@ -1,30 +1,59 @@
-// Shared-memory SGEMM: the block loads a TILE x TILE slice of A and of B into shared memory, then every thread
-// reads its row and column from there, so each global element is loaded once per block instead of once per thread.
-// Tile: TILE x TILE threads (1-D block) compute a TILE x TILE tile of C, stepping K by TILE.
+// Shared-memory SGEMM: the block loads a TILE_M x TILE_K slice of A and a TILE_K x TILE_N slice of B into shared
+// memory, then every thread reads its rows and columns from there, so each global element is loaded once per block
+// instead of once per thread.
+// Tile: (TILE_N / COLS) x (TILE_M / ROWS) threads compute a TILE_M x TILE_N tile of C, stepping K by TILE_K. Each
+// thread computes ROWS x COLS elements spaced a thread-block apart (rows ty + i * TILE_M / ROWS, columns
+// tx + j * TILE_N / COLS): one shared-memory read of B feeds ROWS FMAs and one of A feeds COLS, while a warp's
+// reads stay conflict-free. PAD adds columns to each shared row, which moves a row's start to another bank.
+//   <32, 32, 32, 1, 1, 0>   one element per thread (seed 000 kernel_2, seed 001 Tiled, seed 003 block size 32)
+//   <16, 16, 16, 1, 1, 0>   (seed 002 gemmSmem, seed 003 block size 16); <8, 8, 8, 1, 1, 0> (seed 003 block size 8)
+//   <16, 16, 16, 1, 1, 1>   padded shared rows (seed 002 gemmSmemPad)
+//   <16, 32, 16, 1, 2, 0>, <16, 64, 16, 1, 4, 0>   two or four columns per thread (seed 002 gemmSmemUnroll2/4)
+//   <32, 32, 32, R, 1, 0>   R = 2, 4, 8, 16, 32 rows per thread: instruction-level parallelism (seed 003 ILP kernels)
 // Shapes: any M, N, K >= 1 (edge slices are zero-filled on load, stores are masked).
-// Ladder: builds on fp32/naive (seed 000 kernel_2).
+// Ladder: builds on fp32/naive.
 #include "common.cuh"
 
-template <int TILE>
-__global__ void __launch_bounds__(TILE * TILE)
-gemm_shared_tile(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
-                 float beta, float* __restrict__ C) {
-    __shared__ float As[TILE][TILE];
-    __shared__ float Bs[TILE][TILE];
+template <int TILE_M, int TILE_N, int TILE_K, int ROWS, int COLS, int PAD>
+__global__ void __launch_bounds__((TILE_M / ROWS) * (TILE_N / COLS))
+gemm_shared_tile(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
+                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
+    static_assert(TILE_M % ROWS == 0 && TILE_N % COLS == 0, "a thread's elements must divide the tile");
+    constexpr int THREADS_X = TILE_N / COLS, THREADS_Y = TILE_M / ROWS, THREADS = THREADS_X * THREADS_Y;
+    __shared__ float As[TILE_M][TILE_K + PAD];
+    __shared__ float Bs[TILE_K][TILE_N + PAD];
 
-    const int tx = threadIdx.x % TILE;
-    const int ty = threadIdx.x / TILE;
-    const int row = blockIdx.y * TILE + ty;
-    const int col = blockIdx.x * TILE + tx;
+    const int tid = threadIdx.y * THREADS_X + threadIdx.x;
+    const int block_row = blockIdx.y * TILE_M, block_col = blockIdx.x * TILE_N;
 
-    float acc = 0.0f;
-    for (int k0 = 0; k0 < K; k0 += TILE) {
-        As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : 0.0f;
-        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : 0.0f;
+    float acc[ROWS][COLS] = {};
+    for (int k0 = 0; k0 < K; k0 += TILE_K) {
+        // Consecutive threads copy consecutive addresses: coalesced reads of both A rows and B rows.
+        for (int i = tid; i < TILE_M * TILE_K; i += THREADS) {
+            const int r = i / TILE_K, c = i % TILE_K;
+            As[r][c] = (block_row + r < M && k0 + c < K) ? A[(block_row + r) * lda + k0 + c] : 0.0f;
+        }
+        for (int i = tid; i < TILE_K * TILE_N; i += THREADS) {
+            const int r = i / TILE_N, c = i % TILE_N;
+            Bs[r][c] = (k0 + r < K && block_col + c < N) ? B[(k0 + r) * ldb + block_col + c] : 0.0f;
+        }
         __syncthreads();
 #pragma unroll
-        for (int k = 0; k < TILE; ++k) acc += As[ty][k] * Bs[k][tx];
+        for (int k = 0; k < TILE_K; ++k)
+#pragma unroll
+            for (int i = 0; i < ROWS; ++i)
+#pragma unroll
+                for (int j = 0; j < COLS; ++j)
+                    acc[i][j] += As[threadIdx.y + i * THREADS_Y][k] * Bs[k][threadIdx.x + j * THREADS_X];
         __syncthreads();  // the next slice overwrites what slower threads may still be reading
     }
-    if (row < M && col < N) store_epilogue(&C[row * N + col], acc, alpha, beta);
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+        const int row = block_row + threadIdx.y + i * THREADS_Y;
+#pragma unroll
+        for (int j = 0; j < COLS; ++j) {
+            const int col = block_col + threadIdx.x + j * THREADS_X;
+            if (row < M && col < N) store_epilogue(&C[row * ldc + col], acc[i][j], alpha, beta);
+        }
+    }
 }

@@ -19,7 +19,7 @@ TOLERANCE = {"fp32": 1e-5, "fp16": 1e-4}
 
 _REQUIRED = {"name", "technique", "min_compute_capability"}
 _COMPILED = {"source", "entry", "block_threads", "block_tile", "multiple_of"}
-_OPTIONAL = {"library", "origins"}
+_OPTIONAL = {"library", "origins", "pitch", "may_spill"}
 
 
 def _default_kernel_dir() -> Path:
@@ -58,6 +58,8 @@ class Kernel:
     block_threads: tuple[int, int] = (1, 1)
     block_tile: tuple[int, int] = (1, 1)
     multiple_of: tuple[int, int, int] = (1, 1, 1)
+    pitch: int = 1  # rows of A, B and C are allocated padded to a multiple of this many elements
+    may_spill: bool = False  # ptxas may spill registers for this kernel without failing the resource check
 
     @property
     def precision(self) -> str:
@@ -80,6 +82,10 @@ class Kernel:
             if size % multiple:
                 return f"{self.name} needs {dim} to be a multiple of {multiple} (got {dim}={size})"
         return None
+
+    def leading_dimensions(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        """Row strides (in elements) of A, B and C: K, N, N rounded up to the pitch."""
+        return tuple(math.ceil(size / self.pitch) * self.pitch for size in (k, n, n))
 
     def grid(self, m: int, n: int) -> tuple[int, int, int]:
         rows, cols = self.block_tile
@@ -123,12 +129,19 @@ def _kernel_from_table(table: dict, kernel_dir: Path) -> Kernel:
     multiple_of = table["multiple_of"]
     if set(multiple_of) != {"m", "n", "k"}:
         raise CatalogueError(f"{name}: multiple_of needs exactly m, n and k, got {sorted(multiple_of)}")
+    pitch = table.get("pitch", 1)
+    if not (isinstance(pitch, int) and pitch > 0):
+        raise CatalogueError(f"{name}: pitch must be a positive integer, got {pitch!r}")
+    if not isinstance(table.get("may_spill", False), bool):
+        raise CatalogueError(f"{name}: may_spill must be true or false")
     return Kernel(
         source=table["source"],
         entry=table["entry"],
         block_threads=_pair(name, "block_threads", table["block_threads"]),
         block_tile=_pair(name, "block_tile", table["block_tile"]),
         multiple_of=(multiple_of["m"], multiple_of["n"], multiple_of["k"]),
+        pitch=pitch,
+        may_spill=table.get("may_spill", False),
         **common,
     )
 
@@ -148,9 +161,40 @@ def load_catalogue(path: Path = CATALOGUE_PATH, kernel_dir: Path = KERNEL_DIR) -
     return kernels
 
 
+def _suite(path: Path) -> dict:
+    try:
+        return tomllib.loads(Path(path).read_text())["suite"]
+    except (OSError, tomllib.TOMLDecodeError, KeyError) as exc:
+        raise CatalogueError(f"cannot read the [suite] table of {path}: {exc}") from exc
+
+
 def default_sizes(path: Path = CATALOGUE_PATH) -> list[int]:
     """The square sizes the asv suite and `sgemm bench` sweep by default."""
-    return list(tomllib.loads(Path(path).read_text())["suite"]["sizes"])
+    return list(_suite(path)["sizes"])
+
+
+@dataclass(frozen=True)
+class Seed:
+    file: str
+    title: str
+    size: int  # the square size the seed's own table reports
+
+    @property
+    def number(self) -> str:
+        return self.file[:3]
+
+
+def seeds(path: Path = CATALOGUE_PATH) -> list[Seed]:
+    """The seed worklogs named by the kernels' origins, in file order."""
+    try:
+        return [Seed(t["file"], t["title"], int(t["size"])) for t in tomllib.loads(Path(path).read_text()).get("seed", [])]
+    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise CatalogueError(f"cannot read the [[seed]] tables of {path}: {exc}") from exc
+
+
+def architectures(path: Path = CATALOGUE_PATH) -> list[str]:
+    """The GPU architectures (e.g. 'sm_90') whose resource usage is tracked."""
+    return list(_suite(path)["architectures"])
 
 
 def get_kernel(name: str, kernels: dict[str, Kernel] | None = None) -> Kernel:

@@ -138,6 +138,83 @@ def cmd_machine(args) -> int:
     return 0
 
 
+def _live_gpu(device: int):
+    """This box's GPU for a report, or None without one."""
+    from .report import Gpu
+    from .telemetry import TelemetryUnavailable, gpu_identity
+
+    try:
+        info = device_info(device)
+    except NoGpuError:
+        return None
+    try:
+        identity = gpu_identity(device)
+        return Gpu(info.name, info.compute_capability, info.sm_count, identity.max_sm_clock_mhz, identity.driver)
+    except TelemetryUnavailable:
+        return Gpu(info.name, info.compute_capability, info.sm_count)
+
+
+def cmd_report(args) -> int:
+    import datetime
+    from pathlib import Path
+
+    from .report import Gpu, ReportError, points_from_asv, points_from_cases, seed_kernels, write_report
+
+    kernels = catalogue.load_catalogue()
+    seeds = catalogue.seeds()
+    if args.seed:
+        unknown = sorted(set(args.seed) - {s.number for s in seeds})
+        if unknown:
+            print(f"sgemm report: unknown seed {', '.join(unknown)}; seeds: {', '.join(s.number for s in seeds)}",
+                  file=sys.stderr)
+            return 2
+        seeds = [s for s in seeds if s.number in args.seed]
+    live = _live_gpu(args.device)
+    if args.results:
+        from .machine import detect_identity, machine_name
+
+        machine = args.machine or (machine_name(detect_identity(args.device)) if live else None)
+        if not machine:
+            print("sgemm report: no GPU here to name the machine: pass --machine", file=sys.stderr)
+            return 2
+        try:
+            points, commit, facets = points_from_asv(Path(args.results), machine, args.commit)
+        except ReportError as exc:
+            print(f"sgemm report: {exc}", file=sys.stderr)
+            return 2
+        gpu = live if live and live.name == facets.get("gpu") else Gpu(facets.get("gpu", machine))
+        source = f"asv results of machine `{machine}`, commit {commit[:12]}"
+    else:
+        info = device_info(args.device)  # NoGpuError says why there is no GPU to measure on
+        wanted = {k.name for seed in seeds for _, k in seed_kernels(seed, kernels)}
+        wanted |= {f"{k.precision}/cublas" for k in kernels.values() if k.name in wanted}
+        sizes = args.size or catalogue.default_sizes()
+        cases = [Case(kernels[name], s, s, s) for name in kernels if name in wanted for s in sizes
+                 if not skip_reason(kernels[name], s, s, s, info)]
+        from .record import run_cases
+
+        results = run_cases(cases, args.device,
+                            lambda i, case: print(f"[{i + 1}/{len(cases)}] {case.id}", file=sys.stderr))
+        for case_id, outcome in results.items():
+            if isinstance(outcome, BaseException):
+                print(f"sgemm report: {case_id} left out: {str(outcome).splitlines()[0]}", file=sys.stderr)
+        points, gpu = points_from_cases(results), live
+        source = "a fresh measurement on this GPU (NVBench, after an FP64 check of every kernel)"
+    header = [
+        f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"- GPU: {gpu.name}" + (f", {gpu.sm_count} SMs, max SM clock {gpu.max_sm_clock_mhz:.0f} MHz"
+                                if gpu.sm_count and gpu.max_sm_clock_mhz else ""),
+        f"- Driver: {gpu.driver}",
+        f"- Source: {source}",
+        f"- Command: `sgemm {' '.join(args.argv)}`",
+        "- % of peak: dense FP32 (FP16 tensor-core with FP32 accumulate) rate at the maximum SM clock. SM clock: the"
+        " mean NVBench read over the timed samples.",
+    ]
+    for path in write_report(Path(args.out), seeds, kernels, points, gpu, header):
+        print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sgemm", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -160,6 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--size", type=int, action="append", help="square size (repeatable; default: the suite's)")
     bench.add_argument("--shape", type=parse_shape, action="append", help="MxNxK (repeatable)")
     bench.add_argument("--json", help="also write every case's samples and telemetry to this file")
+    report = add("report", cmd_report, "rebuild the seed worklogs' tables and plots, from asv results or a fresh "
+                 "measurement on this GPU", kernels=False)
+    report.add_argument("--results", help="asv results directory to read (default: measure now on this GPU)")
+    report.add_argument("--machine", help="asv machine name under --results (default: this box's)")
+    report.add_argument("--commit", help="commit hash or prefix (default: the newest run of the machine)")
+    report.add_argument("--seed", action="append", help="seed number, e.g. 001 (repeatable; default: every seed)")
+    report.add_argument("--size", type=int, action="append", help="square size to measure (repeatable; fresh runs)")
+    report.add_argument("--out", required=True, help="directory for README.md, the PNG plots and points.json")
     machine = add("machine", cmd_machine, "write this box's entry in the asv machine file from NVML", kernels=False)
     machine.add_argument("--name", help="machine name (default: from the GPU model)")
     machine.add_argument("--file", default="~/.asv-machine.json")
@@ -172,6 +257,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     warnings.showwarning = _show_warning
     try:
         return args.handler(args)

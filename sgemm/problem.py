@@ -2,6 +2,8 @@
 
 Inputs are uniform in [-1, 1) (never zeros: a GEMM on zeros runs faster than on real data and hides unwritten
 outputs). With beta == 0 the output starts as NaN, so an element the kernel never writes fails the check.
+A kernel with a pitch gets rows padded to that many elements (zeros in A's and B's padding, NaN in C's, like the
+rest of C); A, B and C are the M x K, K x N and M x N views the reference is computed from.
 """
 
 from __future__ import annotations
@@ -41,11 +43,12 @@ class Problem:
     k: int
     alpha: float
     beta: float
-    a: object  # cupy arrays
+    a: object  # cupy arrays (views of padded storage when the kernel has a pitch)
     b: object
     c: object
     c_initial: object | None  # what C held before the first launch, when beta != 0
     launch: Callable[[], None] = field(repr=False)
+    leading_dimensions: tuple[int, int, int] = (0, 0, 0)  # row strides of A, B, C in elements
 
     @property
     def flops(self) -> int:
@@ -65,21 +68,27 @@ def make_problem(kernel: Kernel, m: int, n: int, k: int, alpha: float = 1.0, bet
         raise UnsupportedShape(reason)
     rng = cupy.random.default_rng(seed)
     dtype = INPUT_DTYPE[kernel.precision]
-    a = rng.uniform(-1.0, 1.0, (m, k), dtype=np.float32).astype(dtype)
-    b = rng.uniform(-1.0, 1.0, (k, n), dtype=np.float32).astype(dtype)
-    if beta == 0.0:
-        c, c_initial = cupy.full((m, n), np.nan, dtype=np.float32), None
-    else:
-        c = rng.uniform(-1.0, 1.0, (m, n), dtype=np.float32)
-        c_initial = c.copy()
+    lda, ldb, ldc = kernel.leading_dimensions(m, n, k)
+    a = cupy.zeros((m, lda), dtype=dtype)
+    b = cupy.zeros((k, ldb), dtype=dtype)
+    c = cupy.full((m, ldc), np.nan, dtype=np.float32)
+    a[:, :k] = rng.uniform(-1.0, 1.0, (m, k), dtype=np.float32).astype(dtype)
+    b[:, :n] = rng.uniform(-1.0, 1.0, (k, n), dtype=np.float32).astype(dtype)
+    c_initial = None
+    if beta != 0.0:
+        c[:, :n] = rng.uniform(-1.0, 1.0, (m, n), dtype=np.float32)
+        c_initial = c[:, :n].copy()
     launch = _cublas_launch if kernel.library == "cublas" else _compiled_launch
-    return Problem(kernel, m, n, k, alpha, beta, a, b, c, c_initial, launch(kernel, m, n, k, alpha, beta, a, b, c))
+    return Problem(kernel, m, n, k, alpha, beta, a[:, :k], b[:, :n], c[:, :n], c_initial,
+                   launch(kernel, m, n, k, alpha, beta, a, b, c), (lda, ldb, ldc))
 
 
 def _compiled_launch(kernel, m, n, k, alpha, beta, a, b, c) -> Callable[[], None]:
+    """a, b, c: the whole (padded) storage; the kernel gets their base pointers and row strides."""
     function = compiled(kernel)
     grid, block = kernel.grid(m, n), kernel.block()
-    args = (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, b, np.float32(beta), c)
+    lda, ldb, ldc = (np.int32(array.shape[1]) for array in (a, b, c))
+    args = (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, lda, b, ldb, np.float32(beta), c, ldc)
 
     def launch() -> None:
         function(grid, block, args)  # on CuPy's current stream

@@ -156,8 +156,8 @@ def run_cases(cases: list[Case], device: int = 0,
 class AsvCase:
     """One kernel x size of the asv suite: measured once per asv run and round, read by every benchmark method."""
 
-    def __init__(self, run_dir: str, kernel: Kernel, size: int):
-        self.case = Case(kernel, size, size, size)
+    def __init__(self, run_dir: str, kernel: Kernel, m: int, n: int, k: int):
+        self.case = Case(kernel, m, n, k)
         self.path = Path(run_dir) / (self.case.id.replace("/", "_") + ".json")
 
     def result(self, method: str) -> CaseResult:
@@ -178,17 +178,17 @@ class AsvCase:
         return outcome
 
 
-def asv_case(run_dir: str, name: str, size: int) -> AsvCase:
+def asv_case(run_dir: str, name: str, m: int, n: int, k: int) -> AsvCase:
     """For an asv benchmark's setup(): NotImplementedError (asv's skip) when the case cannot run here."""
     try:
         kernel = get_kernel(name)
     except UnknownKernelError as exc:
         raise NotImplementedError(f"this commit has no {name} kernel") from exc
-    if reason := kernel.shape_problem(size, size, size):
+    if reason := kernel.shape_problem(m, n, k):
         raise NotImplementedError(reason)
-    case = AsvCase(run_dir, kernel, size)
+    case = AsvCase(run_dir, kernel, m, n, k)
     if case.path.exists():
         return case  # measured on this GPU earlier in this run: no need to start CUDA just to read the figures
-    if reason := skip_reason(kernel, size, size, size, device_info()):
+    if reason := skip_reason(kernel, m, n, k, device_info()):
         raise NotImplementedError(reason)
     return case

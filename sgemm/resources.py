@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass
 
 from .build import BuildError, kernel_source, nvrtc_options
-from .catalogue import Kernel
+from .catalogue import Kernel, architectures
 
-ARCHITECTURES = ("sm_80", "sm_86", "sm_89", "sm_90")
+ARCHITECTURES = tuple(architectures())
 
 _REGISTERS = re.compile(r"Used (\d+) registers")
 _SHARED = re.compile(r"(\d+) bytes smem")
@@ -94,3 +94,26 @@ def parse_ptxas_report(log: str) -> ResourceUsage:
 
 def resource_usage(kernel: Kernel, arch: str) -> ResourceUsage:
     return parse_ptxas_report(compile_offline(kernel, arch)[1])
+
+
+def spill_problem(kernel: Kernel, arch: str, usage: ResourceUsage) -> str | None:
+    """Why this usage is not acceptable for the kernel, or None: a spill, unless the catalogue allows it."""
+    if usage.spills and not kernel.may_spill:
+        return (f"{kernel.name} spills on {arch} ({usage.spill_store_bytes} bytes stored, {usage.spill_load_bytes} "
+                f"loaded per thread); if that is intended, set `may_spill = true` in its catalogue entry")
+    return None
+
+
+def usage_table(kernels: list[Kernel], archs: tuple[str, ...] = ARCHITECTURES) -> dict[tuple[str, str], ResourceUsage | str]:
+    """Resource usage of each compiled kernel on each architecture; a kernel that fails to compile maps to NVRTC's
+    message, so one broken kernel does not hide the others' figures."""
+    table: dict[tuple[str, str], ResourceUsage | str] = {}
+    for kernel in kernels:
+        if kernel.library:
+            continue
+        for arch in archs:
+            try:
+                table[kernel.name, arch] = resource_usage(kernel, arch)
+            except (BuildError, ValueError) as exc:
+                table[kernel.name, arch] = str(exc)
+    return table

@@ -2,10 +2,8 @@
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -16,10 +14,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_suite():
-    spec = importlib.util.spec_from_file_location("bench_gemm_under_test", ROOT / "benchmarks" / "bench_gemm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    sys.path.insert(0, str(ROOT))  # asv imports the suite as the package named after its directory
+    try:
+        return importlib.import_module("benchmarks.bench_gemm")
+    finally:
+        sys.path.remove(str(ROOT))
 
 
 def test_parameters_come_from_the_catalogue():
@@ -48,7 +47,8 @@ def test_asv_discovers_the_suite_without_a_gpu(tmp_path):
     subprocess.run([sys.executable, str(runner), "discover", str(ROOT / "benchmarks"), str(out)], check=True,
                    cwd=tmp_path)
     names = {entry["name"] for entry in json.loads(out.read_text())}
-    assert {"bench_gemm.Gemm.track_time", "bench_gemm.Gemm.track_tflops", "bench_gemm.Gemm.track_sm_clock"} <= names
+    assert {"bench_gemm.Gemm.track_time", "bench_gemm.Gemm.track_tflops", "bench_gemm.Gemm.track_sm_clock",
+            "bench_resources.Resources.track_registers", "bench_resources.Resources.track_spill_stores"} <= names
 
 
 def test_asv_pin():
@@ -65,29 +65,9 @@ class Synthetic:
 '''
 
 
-def test_asv_stores_statistics_for_a_track_benchmark_that_returns_samples(tmp_path):
+def test_asv_stores_statistics_for_a_track_benchmark_that_returns_samples(asv_run_suite):
     """Our benchmarks hand asv NVBench's samples this way; asv 0.6.6 keeps them with CI and quartiles."""
-    repo = tmp_path / "repo"
-    (repo / "benchmarks").mkdir(parents=True)
-    (repo / "benchmarks" / "__init__.py").write_text("")
-    (repo / "benchmarks" / "bench_synthetic.py").write_text(textwrap.dedent(SYNTHETIC_SUITE))
-    (repo / "asv.conf.json").write_text(json.dumps({
-        "version": 1, "project": "synthetic", "repo": ".", "branches": ["main"],
-        "environment_type": "existing", "benchmark_dir": "benchmarks", "results_dir": "results",
-        "html_dir": "html", "env_dir": "env",
-    }))
-    env = dict(os.environ, HOME=str(tmp_path), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@t")
-
-    def sh(*args):
-        return subprocess.run(args, cwd=repo, env=env, check=True, capture_output=True, text=True)
-
-    sh("git", "init", "-q", "-b", "main")
-    sh("git", "add", "-A")
-    sh("git", "commit", "-qm", "synthetic")
-    sh(sys.executable, "-m", "asv", "machine", "--yes", "--machine", "synthetic")
-    sh(sys.executable, "-m", "asv", "run", "--python=same", "--machine", "synthetic", "--record-samples",
-       "--set-commit-hash", sh("git", "rev-parse", "HEAD").stdout.strip())
+    repo = asv_run_suite("bench_synthetic", SYNTHETIC_SUITE)
     [results_file] = [p for p in (repo / "results" / "synthetic").glob("*.json") if p.name != "machine.json"]
     data = json.loads(results_file.read_text())
     row = dict(zip(data["result_columns"], data["results"]["bench_synthetic.Synthetic.track_time"]))

@@ -47,6 +47,23 @@ def test_without_a_gpu_the_message_is_clear_and_the_exit_non_zero(command):
 
 
 @pytest.mark.no_gpu
+def test_a_fresh_report_without_a_gpu_is_a_clear_error(tmp_path):
+    done = run("report", "--out", str(tmp_path / "report"))
+    assert done.returncode == 1 and "sgemm report: no usable CUDA GPU" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "report").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seed", "042"], "unknown seed 042; seeds: 000, 001, 002, 003, 004"),
+    (["--results", "nowhere", "--machine", "gpu-box"], "no asv results for machine 'gpu-box' in nowhere"),
+])
+def test_a_report_of_something_that_is_not_there_is_refused(tmp_path, args, message):
+    done = run("report", *args, "--out", str(tmp_path / "report"))
+    assert done.returncode == 2 and message in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "report").exists()
+
+
+@pytest.mark.no_gpu
 def test_machine_writes_the_file_and_warns_without_nvml(tmp_path):
     path = tmp_path / "machines.json"
     done = run("machine", "--file", str(path))

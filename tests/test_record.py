@@ -52,7 +52,7 @@ def fake_measurements(monkeypatch):
 
 
 def test_an_asv_run_measures_each_case_once_for_all_its_methods(tmp_path, fake_measurements):
-    case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024)
+    case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024)
     assert case.result("time").samples_s == [1.0]
     assert case.result("sm_clock").samples_s == [1.0]
     assert case.result("power").samples_s == [1.0]
@@ -65,7 +65,7 @@ def test_an_asv_run_measures_each_case_once_for_all_its_methods(tmp_path, fake_m
 def test_a_failed_measurement_fails_the_benchmark_and_records_nothing(tmp_path, monkeypatch):
     wrong = VerificationError("fp32/naive is wrong at 1024x1024x1024")
     monkeypatch.setattr(record, "run_cases", lambda cases, device=0: {cases[0].id: wrong})
-    case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024)
+    case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024)
     with pytest.raises(VerificationError, match="is wrong at"):
         case.result("time")
     assert not case.path.exists()
@@ -73,19 +73,19 @@ def test_a_failed_measurement_fails_the_benchmark_and_records_nothing(tmp_path, 
 
 def test_asv_skips_what_this_commit_or_kernel_cannot_do(tmp_path):
     with pytest.raises(NotImplementedError, match="no fp32/not_yet kernel"):
-        record.asv_case(str(tmp_path), "fp32/not_yet", 1024)
+        record.asv_case(str(tmp_path), "fp32/not_yet", 1024, 1024, 1024)
     with pytest.raises(NotImplementedError, match="multiple of 4"):
-        record.asv_case(str(tmp_path), "fp32/float4", 1001)
+        record.asv_case(str(tmp_path), "fp32/float4", 1001, 1001, 1001)
 
 
 def test_a_case_measured_earlier_in_the_run_is_read_without_cuda(tmp_path, monkeypatch, fake_measurements):
-    AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024).result("time")
+    AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024).result("time")
 
     def no_cuda(device=0):
         raise AssertionError("CUDA must not be started to read a recorded case")
 
     monkeypatch.setattr(record, "device_info", no_cuda)
-    assert record.asv_case(str(tmp_path), "fp32/naive", 1024).result("tflops").samples_s == [1.0]
+    assert record.asv_case(str(tmp_path), "fp32/naive", 1024, 1024, 1024).result("tflops").samples_s == [1.0]
 
 
 def test_case_ids_are_valid_nvbench_axis_values():

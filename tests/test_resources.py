@@ -18,7 +18,15 @@ def test_every_kernel_compiles_without_a_gpu(kernel, arch):
     usage = resources.parse_ptxas_report(log)
     assert 0 < usage.registers <= 255
     assert usage.shared_bytes <= STATIC_SHARED_LIMIT
-    assert not usage.spills, f"{kernel.name} spills on {arch}: {usage}"
+    assert (problem := resources.spill_problem(kernel, arch, usage)) is None, problem
+
+
+def test_a_spill_fails_unless_the_catalogue_allows_it():
+    spilling = resources.ResourceUsage(255, 0, 64, 32, 32)
+    kernel = get_kernel("fp32/naive")
+    assert "fp32/naive spills on sm_90 (32 bytes stored" in resources.spill_problem(kernel, "sm_90", spilling)
+    assert resources.spill_problem(dataclasses.replace(kernel, may_spill=True), "sm_90", spilling) is None
+    assert resources.spill_problem(kernel, "sm_90", resources.ResourceUsage(32, 0, 0, 0, 0)) is None
 
 
 def test_parse_ptxas_report():
@@ -37,7 +45,7 @@ def test_a_report_without_resources_is_an_error():
 
 
 def test_a_compile_error_carries_the_compiler_log(tmp_path, monkeypatch):
-    monkeypatch.setattr(resources, "kernel_source", lambda kernel: "template <int X, int Y> __global__ void gemm_naive() { x; }")
+    monkeypatch.setattr(resources, "kernel_source", lambda kernel: "template <int X, int Y, int Z> __global__ void gemm_naive() { x; }")
     kernel = dataclasses.replace(get_kernel("fp32/naive"), name="fp32/broken")
     with pytest.raises(BuildError, match=r"fp32/broken: compiling .* for sm_90 failed.*\n.*identifier \"x\" is undefined"):
         resources.compile_offline(kernel, "sm_90")

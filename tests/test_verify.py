@@ -4,20 +4,31 @@ from sgemm.catalogue import load_catalogue
 from sgemm.problem import make_problem
 
 KERNELS = list(load_catalogue().values())
-# Square, non-square (M != N != K), single element, and edges that no tile divides, in both directions.
+# Square, non-square (M != N != K), single element, and edges that no tile divides, in both directions, at the
+# sizes 1, 127, 1000, 1111 and 4097.
 SHAPES = [(1024, 1024, 1024), (1000, 1028, 516), (512, 256, 2048), (1, 1, 1), (1, 4, 4), (127, 132, 68),
-          (129, 260, 1020), (4097, 132, 36), (33, 1000, 1111), (2, 8, 4096)]
+          (129, 260, 1020), (4097, 132, 36), (33, 1000, 1111), (1111, 127, 1000), (2, 8, 4096)]
 
 
 def _supported(kernel):
-    return [shape for shape in SHAPES if kernel.shape_problem(*shape) is None]
+    """SHAPES, each dimension rounded up to what the kernel claims: the edges of its own domain."""
+    claimed = (tuple(-(-size // multiple) * multiple for size, multiple in zip(shape, kernel.multiple_of))
+               for shape in SHAPES)
+    return list(dict.fromkeys(claimed))
 
 
-def test_every_kernel_is_checked_at_a_shape_no_tile_divides():
+def test_claimed_shapes_include_the_smallest_and_sizes_no_tile_divides():
     for kernel in KERNELS:
-        if kernel.library:
-            continue
+        shapes = _supported(kernel)
+        assert kernel.multiple_of in shapes, kernel.name
+        assert all(kernel.shape_problem(*shape) is None for shape in shapes), kernel.name
+
+
+def test_every_kernel_that_claims_partial_tiles_is_checked_at_a_shape_no_tile_divides():
+    for kernel in KERNELS:
         rows, cols = kernel.block_tile
+        if kernel.library or not (kernel.multiple_of[0] % rows and kernel.multiple_of[1] % cols):
+            continue  # cuBLAS, or a kernel that only takes whole tiles (fp16/wmma_naive)
         assert any(m % rows and n % cols for m, n, _ in _supported(kernel)), kernel.name
 
 

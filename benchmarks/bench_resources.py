@@ -1,0 +1,62 @@
+"""asv suite: what each kernel costs on chip, per GPU architecture, compiled with NVRTC and no GPU.
+
+A commit that makes a kernel use more registers, or spill, shows up on the site as a step in these tracks, on
+every machine, whether or not its GPU is of that architecture.
+"""
+
+from .worktree import ARCHITECTURES, KERNELS
+
+
+class Resources:
+    """ptxas's report for one kernel and architecture."""
+
+    params = [[kernel.name for kernel in KERNELS.values() if not kernel.library], ARCHITECTURES]
+    param_names = ["kernel", "arch"]
+    timeout = 900  # setup_cache compiles every kernel for every architecture
+
+    def setup_cache(self):
+        try:
+            from sgemm.catalogue import load_catalogue
+            from sgemm.resources import usage_table
+        except ImportError as exc:
+            return {"unavailable": f"the commit under test cannot compile offline: {exc}"}
+        try:
+            return usage_table(list(load_catalogue().values()), tuple(ARCHITECTURES))
+        except ImportError as exc:  # NVRTC's Python bindings are missing on this box
+            return {"unavailable": f"NVRTC is not importable here: {exc}"}
+
+    def setup(self, table, kernel, arch):
+        if "unavailable" in table:
+            raise NotImplementedError(table["unavailable"])
+        usage = table.get((kernel, arch))
+        if usage is None:
+            raise NotImplementedError(f"this commit has no {kernel} kernel")
+        if isinstance(usage, str):
+            raise RuntimeError(usage)  # a compile error is a failure, not a skip
+        self.usage = usage
+
+    def track_registers(self, table, kernel, arch):
+        return self.usage.registers
+
+    track_registers.unit = "registers/thread"
+
+    def track_shared_memory(self, table, kernel, arch):
+        return self.usage.shared_bytes
+
+    track_shared_memory.unit = "bytes/block"
+
+    def track_local_memory(self, table, kernel, arch):
+        """The stack frame: local memory per thread, spills included."""
+        return self.usage.stack_bytes
+
+    track_local_memory.unit = "bytes/thread"
+
+    def track_spill_stores(self, table, kernel, arch):
+        return self.usage.spill_store_bytes
+
+    track_spill_stores.unit = "bytes/thread"
+
+    def track_spill_loads(self, table, kernel, arch):
+        return self.usage.spill_load_bytes
+
+    track_spill_loads.unit = "bytes/thread"

@@ -1,0 +1,54 @@
+"""The resource suite: parameters from the working tree, figures from ptxas, skips and failures told apart."""
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from sgemm.catalogue import architectures, load_catalogue
+from sgemm.resources import ResourceUsage
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_suite():
+    sys.path.insert(0, str(ROOT))
+    try:
+        return importlib.import_module("benchmarks.bench_resources")
+    finally:
+        sys.path.remove(str(ROOT))
+
+
+def test_parameters_are_every_compiled_kernel_on_every_tracked_architecture():
+    kernels, archs = load_suite().Resources.params
+    assert kernels == [k.name for k in load_catalogue().values() if not k.library]
+    assert archs == architectures() and "sm_90" in archs
+
+
+def test_figures_come_from_the_cached_table():
+    suite = load_suite().Resources()
+    table = {("fp32/naive", "sm_90"): ResourceUsage(28, 0, 16, 4, 8)}
+    suite.setup(table, "fp32/naive", "sm_90")
+    figures = [suite.track_registers(table, "fp32/naive", "sm_90"), suite.track_shared_memory(table, "", ""),
+               suite.track_local_memory(table, "", ""), suite.track_spill_stores(table, "", ""),
+               suite.track_spill_loads(table, "", "")]
+    assert figures == [28, 0, 16, 4, 8]
+
+
+def test_a_kernel_the_commit_lacks_is_a_skip_and_a_compile_error_a_failure():
+    suite = load_suite().Resources()
+    with pytest.raises(NotImplementedError, match="no fp32/naive kernel"):
+        suite.setup({}, "fp32/naive", "sm_90")
+    with pytest.raises(RuntimeError, match="identifier"):
+        suite.setup({("fp32/naive", "sm_90"): "fp32/naive: identifier x is undefined"}, "fp32/naive", "sm_90")
+    with pytest.raises(NotImplementedError, match="NVRTC is not importable"):
+        suite.setup({"unavailable": "NVRTC is not importable here: no cuda"}, "fp32/naive", "sm_90")
+
+
+def test_setup_cache_compiles_every_kernel_for_every_architecture():
+    table = load_suite().Resources().setup_cache()
+    compiled = [k for k in load_catalogue().values() if not k.library]
+    assert set(table) == {(k.name, arch) for k in compiled for arch in architectures()}
+    failures = {key: value for key, value in table.items() if isinstance(value, str)}
+    assert not failures
