@@ -10,17 +10,18 @@ mkdir -p "$out"
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
 status=0
-step() { echo "== $* ($(date -u +%H:%M:%S))"; "$@" || status=1; }
+step() { echo "== $* ($(date -u +%H:%M:%S))"; "$@"; }
 
-step python3 -m pytest -q -m gpu tests 2>&1 | tee "$out/pytest-gpu.txt"
+step python3 -m pytest -q -m gpu tests 2>&1 | tee "$out/pytest-gpu.txt" || status=1
 if python3 -c 'import asv' 2>/dev/null; then
     machine=$(python3 -c 'from sgemm.machine import detect_identity, machine_name; print(machine_name(detect_identity()))')
-    step python3 -m sgemm machine
+    step python3 -m sgemm machine || status=1
     SECONDS=0
     step python3 -m asv run --python=same --set-commit-hash "$(git rev-parse HEAD)" --machine "$machine" \
-        --record-samples --show-stderr ${ASV_BENCH:+--bench "$ASV_BENCH"} 2>&1 | tail -n 60 | tee "$out/asv.txt"
+        --record-samples --show-stderr ${ASV_BENCH:+--bench "$ASV_BENCH"} 2>&1 | tail -n 60 | tee "$out/asv.txt" \
+        || status=1
     echo "asv run: ${SECONDS} s" | tee -a "$out/asv.txt"
-    step python3 -m sgemm report --results results --machine "$machine" --out "$out/report"
+    step python3 -m sgemm report --results results --machine "$machine" --out "$out/report" || status=1
     tar -czf "$out/asv-results.tar.gz" results
 fi
 exit $status
