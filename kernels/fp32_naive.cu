@@ -16,16 +16,17 @@ gemm_naive(int M, int N, int K, float alpha, const float* __restrict__ A, int ld
            int ldb, float beta, float* __restrict__ C, int ldc) {
     const int row = blockIdx.y * BLOCK_Y + threadIdx.y;
     const int first_col = blockIdx.x * BLOCK_X * COLS + threadIdx.x;
-    if (row >= M) return;
+    if (row >= M || first_col >= N) return;
 
+    // Columns past N read column N - 1 instead (and are never stored), which keeps the K loop free of branches.
+    int cols[COLS];
+#pragma unroll
+    for (int j = 0; j < COLS; ++j) cols[j] = min(first_col + j * BLOCK_X, N - 1);
     float acc[COLS] = {};
     for (int k = 0; k < K; ++k) {
         const float a = A[row * lda + k];
 #pragma unroll
-        for (int j = 0; j < COLS; ++j) {
-            const int col = first_col + j * BLOCK_X;
-            if (col < N) acc[j] += a * B[k * ldb + col];
-        }
+        for (int j = 0; j < COLS; ++j) acc[j] += a * B[k * ldb + cols[j]];
     }
 #pragma unroll
     for (int j = 0; j < COLS; ++j) {

@@ -20,6 +20,8 @@ gemm_shared_tile(int M, int N, int K, float alpha, const float* __restrict__ A, 
                  const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
     static_assert(TILE_M % ROWS == 0 && TILE_N % COLS == 0, "a thread's elements must divide the tile");
     constexpr int THREADS_X = TILE_N / COLS, THREADS_Y = TILE_M / ROWS, THREADS = THREADS_X * THREADS_Y;
+    static_assert((TILE_M * TILE_K) % THREADS == 0 && (TILE_K * TILE_N) % THREADS == 0,
+                  "every thread must load the same number of A and B elements per slice");
     __shared__ float As[TILE_M][TILE_K + PAD];
     __shared__ float Bs[TILE_K][TILE_N + PAD];
 
@@ -29,12 +31,14 @@ gemm_shared_tile(int M, int N, int K, float alpha, const float* __restrict__ A, 
     float acc[ROWS][COLS] = {};
     for (int k0 = 0; k0 < K; k0 += TILE_K) {
         // Consecutive threads copy consecutive addresses: coalesced reads of both A rows and B rows.
-        for (int i = tid; i < TILE_M * TILE_K; i += THREADS) {
-            const int r = i / TILE_K, c = i % TILE_K;
+#pragma unroll
+        for (int l = 0; l < TILE_M * TILE_K / THREADS; ++l) {
+            const int i = tid + l * THREADS, r = i / TILE_K, c = i % TILE_K;
             As[r][c] = (block_row + r < M && k0 + c < K) ? A[(block_row + r) * lda + k0 + c] : 0.0f;
         }
-        for (int i = tid; i < TILE_K * TILE_N; i += THREADS) {
-            const int r = i / TILE_N, c = i % TILE_N;
+#pragma unroll
+        for (int l = 0; l < TILE_K * TILE_N / THREADS; ++l) {
+            const int i = tid + l * THREADS, r = i / TILE_N, c = i % TILE_N;
             Bs[r][c] = (k0 + r < K && block_col + c < N) ? B[(k0 + r) * ldb + block_col + c] : 0.0f;
         }
         __syncthreads();

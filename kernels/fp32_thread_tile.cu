@@ -45,44 +45,54 @@ gemm_thread_tile(int M, int N, int K, float alpha, const float* __restrict__ A, 
     const int thread_row = threadIdx.x / (BN / TN) * TM;  // this thread's first C row inside the block tile
     const int thread_col = threadIdx.x % (BN / TN) * TN;
 
-    float a_next[A_LOADS], b_next[B_LOADS];  // one slice in flight between global and shared memory
+    // Where element l of this thread's share of a slice comes from, and where it goes.
+    auto a_from = [&](int l, int k0) -> float {
+        const int i = threadIdx.x + l * THREADS, r = i / BK, c = i % BK;
+        return (block_row + r < M && k0 + c < K) ? A[(block_row + r) * lda + k0 + c] : 0.0f;
+    };
+    auto b_from = [&](int l, int k0) -> float {
+        const int i = threadIdx.x + l * THREADS, r = i / BN, c = i % BN;
+        return (k0 + r < K && block_col + c < N) ? B[(k0 + r) * ldb + block_col + c] : 0.0f;
+    };
+    auto a_to = [&](int l, int stage) -> float& {
+        const int i = threadIdx.x + l * THREADS;
+        return As[stage][i / BK][i % BK];
+    };
+    auto b_to = [&](int l, int stage) -> float& {
+        const int i = threadIdx.x + l * THREADS, r = i / BN, c = i % BN;
+        return TRANSPOSED_B ? Bs[stage][c][r] : Bs[stage][r][c];
+    };
+    // Single stage: straight from global to shared memory. Double buffer: the slice waits in registers meanwhile.
+    auto copy_slice = [&](int k0, int stage) {
+#pragma unroll
+        for (int l = 0; l < A_LOADS; ++l) a_to(l, stage) = a_from(l, k0);
+#pragma unroll
+        for (int l = 0; l < B_LOADS; ++l) b_to(l, stage) = b_from(l, k0);
+    };
+    float a_next[A_LOADS], b_next[B_LOADS];
     auto fetch = [&](int k0) {
 #pragma unroll
-        for (int l = 0; l < A_LOADS; ++l) {
-            const int i = threadIdx.x + l * THREADS, r = i / BK, c = i % BK;
-            a_next[l] = (block_row + r < M && k0 + c < K) ? A[(block_row + r) * lda + k0 + c] : 0.0f;
-        }
+        for (int l = 0; l < A_LOADS; ++l) a_next[l] = a_from(l, k0);
 #pragma unroll
-        for (int l = 0; l < B_LOADS; ++l) {
-            const int i = threadIdx.x + l * THREADS, r = i / BN, c = i % BN;
-            b_next[l] = (k0 + r < K && block_col + c < N) ? B[(k0 + r) * ldb + block_col + c] : 0.0f;
-        }
+        for (int l = 0; l < B_LOADS; ++l) b_next[l] = b_from(l, k0);
     };
     auto stash = [&](int stage) {
 #pragma unroll
-        for (int l = 0; l < A_LOADS; ++l) {
-            const int i = threadIdx.x + l * THREADS;
-            As[stage][i / BK][i % BK] = a_next[l];
-        }
+        for (int l = 0; l < A_LOADS; ++l) a_to(l, stage) = a_next[l];
 #pragma unroll
-        for (int l = 0; l < B_LOADS; ++l) {
-            const int i = threadIdx.x + l * THREADS, r = i / BN, c = i % BN;
-            if constexpr (TRANSPOSED_B)
-                Bs[stage][c][r] = b_next[l];
-            else
-                Bs[stage][r][c] = b_next[l];
-        }
+        for (int l = 0; l < B_LOADS; ++l) b_to(l, stage) = b_next[l];
     };
     auto b_at = [&](int stage, int k, int n) -> float { return TRANSPOSED_B ? Bs[stage][n][k] : Bs[stage][k][n]; };
 
     float acc[TM][TN] = {};
     int stage = 0;
-    fetch(0);
-    stash(0);
+    copy_slice(0, 0);
     __syncthreads();
     for (int k0 = 0; k0 < K; k0 += BK) {
         const bool has_next = k0 + BK < K;
-        if (DOUBLE_BUFFER && has_next) fetch(k0 + BK);
+        if constexpr (DOUBLE_BUFFER) {
+            if (has_next) fetch(k0 + BK);
+        }
 
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
@@ -112,8 +122,7 @@ gemm_thread_tile(int M, int N, int K, float alpha, const float* __restrict__ A, 
                 stash(stage);
             } else {
                 __syncthreads();  // everyone is done reading the only stage
-                fetch(k0 + BK);
-                stash(0);
+                copy_slice(k0 + BK, 0);
             }
             __syncthreads();
         }

@@ -22,16 +22,18 @@
 
 constexpr unsigned kTransposedA = 1, kSplitB = 2, kDoubleBuffer = 4, kScalarGlobal = 8;
 
-// Four consecutive elements of a row, those at index >= limit read as zero.
-template <bool SCALAR>
+// Four consecutive elements of a row, those at index >= limit read as zero. MASKED: element by element (any
+// alignment); otherwise one float4 load, and the caller guarantees index + 4 <= limit.
+template <bool MASKED>
 __device__ __forceinline__ float4 load4(const float* row, int index, int limit) {
-    if (SCALAR || index + 4 > limit) {
+    if constexpr (MASKED) {
         float v[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) v[j] = index + j < limit ? row[index + j] : 0.0f;
         return make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+        return *reinterpret_cast<const float4*>(row + index);
     }
-    return *reinterpret_cast<const float4*>(row + index);
 }
 
 template <int BM, int BN, int BK, int TM, int TN, unsigned FEATURES>
@@ -65,13 +67,18 @@ gemm_vectorized(int M, int N, int K, float alpha, const float* __restrict__ A, i
     const float4 zero4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 
     float4 a_next[A_LOADS], b_next[B_LOADS];  // one slice in flight between global and shared memory
+    // A slice wholly inside K (all but at most the last) loads A as float4 with no lane checks; the last one of a
+    // pitched matrix with K % 4 != 0 has a float4 straddling K, whose lanes beyond K must read as zero.
     auto fetch = [&](int k0) {
+        const bool whole_slice = k0 + BK <= K;
 #pragma unroll
         for (int l = 0; l < A_LOADS; ++l) {
             const int i = threadIdx.x + l * THREADS;
             const int r = i / (BK / 4), c = i % (BK / 4) * 4;
+            const float* row = A + (block_row + r) * lda;
             a_next[l] = (block_row + r < M && k0 + c < K)
-                            ? load4<SCALAR_GLOBAL>(A + (block_row + r) * lda, k0 + c, K) : zero4;
+                            ? (SCALAR_GLOBAL || !whole_slice ? load4<true>(row, k0 + c, K) : load4<false>(row, k0 + c, K))
+                            : zero4;
         }
 #pragma unroll
         for (int l = 0; l < B_LOADS; ++l) {
@@ -79,7 +86,7 @@ gemm_vectorized(int M, int N, int K, float alpha, const float* __restrict__ A, i
             const int r = i / (BN / 4), c = i % (BN / 4) * 4;
             // A float4 straddling N only feeds columns that are never stored: its lanes need no mask unless scalar.
             b_next[l] = (k0 + r < K && block_col + c < N)
-                            ? load4<SCALAR_GLOBAL>(B + (k0 + r) * ldb, block_col + c, SCALAR_GLOBAL ? N : ldb) : zero4;
+                            ? load4<SCALAR_GLOBAL>(B + (k0 + r) * ldb, block_col + c, N) : zero4;
         }
     };
     auto stash = [&](int stage) {

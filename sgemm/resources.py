@@ -106,14 +106,22 @@ def spill_problem(kernel: Kernel, arch: str, usage: ResourceUsage) -> str | None
 
 def usage_table(kernels: list[Kernel], archs: tuple[str, ...] = ARCHITECTURES) -> dict[tuple[str, str], ResourceUsage | str]:
     """Resource usage of each compiled kernel on each architecture; a kernel that fails to compile maps to NVRTC's
-    message, so one broken kernel does not hide the others' figures."""
+    message, so one broken kernel does not hide the others' figures.
+
+    Kernels that are the same program (source and entry) are compiled once: NVRTC 13.0 was seen to leave the log of
+    a repeated identical compile empty, with no ptxas report in it.
+    """
     table: dict[tuple[str, str], ResourceUsage | str] = {}
+    programs: dict[tuple[str, str, str], ResourceUsage | str] = {}
     for kernel in kernels:
         if kernel.library:
             continue
         for arch in archs:
-            try:
-                table[kernel.name, arch] = resource_usage(kernel, arch)
-            except (BuildError, ValueError) as exc:
-                table[kernel.name, arch] = str(exc)
+            program = (kernel.source, kernel.entry, arch)
+            if program not in programs:
+                try:
+                    programs[program] = resource_usage(kernel, arch)
+                except (BuildError, ValueError) as exc:
+                    programs[program] = str(exc)
+            table[kernel.name, arch] = programs[program]
     return table

@@ -10,11 +10,14 @@ SHAPES = [(1024, 1024, 1024), (1000, 1028, 516), (512, 256, 2048), (1, 1, 1), (1
           (129, 260, 1020), (4097, 132, 36), (33, 1000, 1111), (1111, 127, 1000), (2, 8, 4096)]
 
 
+def _claimed(kernel, shapes):
+    """Each shape with every dimension rounded up to what the kernel claims: the edges of its own domain."""
+    return list(dict.fromkeys(tuple(-(-size // multiple) * multiple for size, multiple in zip(shape, kernel.multiple_of))
+                              for shape in shapes))
+
+
 def _supported(kernel):
-    """SHAPES, each dimension rounded up to what the kernel claims: the edges of its own domain."""
-    claimed = (tuple(-(-size // multiple) * multiple for size, multiple in zip(shape, kernel.multiple_of))
-               for shape in SHAPES)
-    return list(dict.fromkeys(claimed))
+    return _claimed(kernel, SHAPES)
 
 
 def test_claimed_shapes_include_the_smallest_and_sizes_no_tile_divides():
@@ -46,7 +49,7 @@ def test_every_kernel_matches_fp64_at_every_shape_it_claims(kernel):
 def test_alpha_and_beta_are_honoured(kernel):
     from sgemm.verify import verify
 
-    for m, n, k in [(1000, 1028, 516), (127, 132, 68)]:
+    for m, n, k in _claimed(kernel, [(1000, 1028, 516), (127, 132, 68)]):
         assert verify(make_problem(kernel, m, n, k, alpha=1.5, beta=-0.75)) <= kernel.tolerance
 
 
