@@ -1,4 +1,5 @@
-"""asv suite: every catalogue kernel x size x precision, built, checked against FP64, then timed with NVBench.
+"""asv suite: every catalogue kernel x size x precision (Gemm), and seed 003's kernels at shapes that vary M, N and
+K (GemmShapes), each built, checked against FP64, then timed with NVBench.
 
 The parameter lists come from the working tree's catalogue, read by path: asv runs this suite against the package
 installed from each commit under test, and the lists must not change with it. A kernel that the commit under test
@@ -7,7 +8,7 @@ lacks, a shape a kernel does not claim and a GPU too old for a kernel are skips 
 
 import os
 
-from .worktree import KERNELS, SIZES, catalogue
+from .worktree import KERNELS, SIZES, SWEEP_KERNELS, SWEEP_SHAPES, catalogue
 
 try:
     # Imported once in asv's forkserver, so that every benchmark process forked from it starts with them. Neither
@@ -18,7 +19,59 @@ except ImportError:
     pass  # no GPU stack here (discovery on a CPU box), or the commit under test lacks the package: setup() says so
 
 
-class Gemm:
+class _MeasuredCase:
+    """The figures of one case, each read from a single measurement made once per asv run (see sgemm.record)."""
+
+    timeout = 600
+
+    def setup_cache(self):
+        # A scratch directory private to this asv run, where each case's measurement waits for its other methods.
+        return os.path.abspath("cases")
+
+    def measure(self, run_dir, name, m, n, k):
+        """For setup(): bind the case, or skip (NotImplementedError) when it cannot run here."""
+        if name not in KERNELS:
+            raise NotImplementedError(f"there is no {name} kernel")
+        try:
+            from sgemm.record import asv_case
+        except ImportError as exc:
+            raise NotImplementedError(f"the commit under test cannot run this suite: {exc}") from exc
+        self.case = asv_case(run_dir, name, m, n, k)
+
+    def track_time(self, run_dir, *params):
+        return {"samples": self.case.result("time").samples_s, "number": 1}
+
+    track_time.unit = "seconds"
+
+    def track_tflops(self, run_dir, *params):
+        return self.case.result("tflops").tflops
+
+    track_tflops.unit = "TFLOP/s"
+
+    def track_sm_clock(self, run_dir, *params):
+        return self.case.result("sm_clock").mean_sm_clock_mhz
+
+    track_sm_clock.unit = "MHz"
+
+    def track_power(self, run_dir, *params):
+        return self.case.result("power").telemetry.get("power_w_mean", float("nan"))
+
+    track_power.unit = "W"
+
+    def track_temperature(self, run_dir, *params):
+        return self.case.result("temperature").telemetry.get("temperature_c_max", float("nan"))
+
+    track_temperature.unit = "degC"
+
+    def track_throttled(self, run_dir, *params):
+        """Time the driver held clocks down (power or thermal) while the case was timed."""
+        throttled = self.case.result("throttled").telemetry.get("throttled_ms")
+        return sum(throttled.values()) if throttled else float("nan")
+
+    track_throttled.unit = "ms"
+
+
+class Gemm(_MeasuredCase):
     """C = A @ B (alpha 1, beta 0), square: time per launch, and the rate and GPU state it ran at."""
 
     params = [
@@ -27,50 +80,16 @@ class Gemm:
         list(catalogue.PRECISIONS),
     ]
     param_names = ["kernel", "size", "precision"]
-    timeout = 600
-
-    def setup_cache(self):
-        # A scratch directory private to this asv run, where each case's measurement waits for its other methods.
-        return os.path.abspath("cases")
 
     def setup(self, run_dir, kernel, size, precision):
-        name = f"{precision}/{kernel}"
-        if name not in KERNELS:
-            raise NotImplementedError(f"there is no {name} kernel")
-        try:
-            from sgemm.record import asv_case
-        except ImportError as exc:
-            raise NotImplementedError(f"the commit under test cannot run this suite: {exc}") from exc
-        self.case = asv_case(run_dir, name, size, size, size)
+        self.measure(run_dir, f"{precision}/{kernel}", size, size, size)
 
-    def track_time(self, run_dir, kernel, size, precision):
-        return {"samples": self.case.result("time").samples_s, "number": 1}
 
-    track_time.unit = "seconds"
+class GemmShapes(_MeasuredCase):
+    """Seed 003's sweep: its kernels at shapes that vary M, N and K one at a time."""
 
-    def track_tflops(self, run_dir, kernel, size, precision):
-        return self.case.result("tflops").tflops
+    params = [SWEEP_KERNELS, [f"{m}x{n}x{k}" for m, n, k in SWEEP_SHAPES]]
+    param_names = ["kernel", "shape"]
 
-    track_tflops.unit = "TFLOP/s"
-
-    def track_sm_clock(self, run_dir, kernel, size, precision):
-        return self.case.result("sm_clock").mean_sm_clock_mhz
-
-    track_sm_clock.unit = "MHz"
-
-    def track_power(self, run_dir, kernel, size, precision):
-        return self.case.result("power").telemetry.get("power_w_mean", float("nan"))
-
-    track_power.unit = "W"
-
-    def track_temperature(self, run_dir, kernel, size, precision):
-        return self.case.result("temperature").telemetry.get("temperature_c_max", float("nan"))
-
-    track_temperature.unit = "degC"
-
-    def track_throttled(self, run_dir, kernel, size, precision):
-        """Time the driver held clocks down (power or thermal) while the case was timed."""
-        throttled = self.case.result("throttled").telemetry.get("throttled_ms")
-        return sum(throttled.values()) if throttled else float("nan")
-
-    track_throttled.unit = "ms"
+    def setup(self, run_dir, kernel, shape):
+        self.measure(run_dir, kernel, *(int(size) for size in shape.split("x")))

@@ -24,3 +24,4 @@ _PATH = _ROOT / "sgemm" / "catalogue.toml"
 KERNELS = catalogue.load_catalogue(_PATH, _ROOT / "kernels")
 SIZES = catalogue.default_sizes(_PATH)
 ARCHITECTURES = catalogue.architectures(_PATH)
+SWEEP_KERNELS, SWEEP_SHAPES = catalogue.sweep(_PATH)

@@ -192,6 +192,18 @@ def seeds(path: Path = CATALOGUE_PATH) -> list[Seed]:
         raise CatalogueError(f"cannot read the [[seed]] tables of {path}: {exc}") from exc
 
 
+def sweep(path: Path = CATALOGUE_PATH) -> tuple[list[str], list[tuple[int, int, int]]]:
+    """Seed 003's M/N/K sweep: the kernel names and the (M, N, K) shapes the asv class GemmShapes runs."""
+    suite = _suite(path)
+    try:
+        shapes = [tuple(int(part) for part in text.split("x")) for text in suite["sweep_shapes"]]
+    except (KeyError, ValueError) as exc:
+        raise CatalogueError(f"{path}: [suite] sweep_shapes must be 'MxNxK' strings: {exc}") from exc
+    if any(len(shape) != 3 or min(shape) < 1 for shape in shapes):
+        raise CatalogueError(f"{path}: [suite] sweep_shapes must be 'MxNxK' with M, N, K >= 1")
+    return list(suite.get("sweep_kernels", [])), shapes
+
+
 def architectures(path: Path = CATALOGUE_PATH) -> list[str]:
     """The GPU architectures (e.g. 'sm_90') whose resource usage is tracked."""
     return list(_suite(path)["architectures"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sgemm.catalogue import PRECISIONS, default_sizes, load_catalogue
+from sgemm.catalogue import PRECISIONS, default_sizes, load_catalogue, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,6 +25,22 @@ def test_parameters_come_from_the_catalogue():
     kernels, sizes, precisions = load_suite().Gemm.params
     assert set(kernels) == {k.family for k in load_catalogue().values()}
     assert sizes == default_sizes() and precisions == list(PRECISIONS)
+
+
+def test_the_shape_sweep_comes_from_the_catalogue_and_names_real_kernels():
+    kernels, shapes = load_suite().GemmShapes.params
+    sweep_kernels, sweep_shapes = sweep()
+    assert kernels == sweep_kernels and set(kernels) <= set(load_catalogue())
+    assert shapes == [f"{m}x{n}x{k}" for m, n, k in sweep_shapes]
+    assert {m for m, _, _ in sweep_shapes} > {1024} and {k for _, _, k in sweep_shapes} > {1024}
+
+
+def test_a_swept_shape_the_kernel_does_not_claim_is_a_skip(tmp_path):
+    shapes = load_suite().GemmShapes()
+    with pytest.raises(NotImplementedError, match="no fp32/nope kernel"):
+        shapes.setup(str(tmp_path), "fp32/nope", "256x1024x1024")
+    with pytest.raises(NotImplementedError, match="K to be a multiple of 4"):
+        shapes.setup(str(tmp_path), "fp32/float4", "256x1024x1023")
 
 
 def test_a_combination_without_a_kernel_is_a_skip(tmp_path):
@@ -48,7 +64,7 @@ def test_asv_discovers_the_suite_without_a_gpu(tmp_path):
                    cwd=tmp_path)
     names = {entry["name"] for entry in json.loads(out.read_text())}
     assert {"bench_gemm.Gemm.track_time", "bench_gemm.Gemm.track_tflops", "bench_gemm.Gemm.track_sm_clock",
-            "bench_resources.Resources.track_registers", "bench_resources.Resources.track_spill_stores"} <= names
+            "bench_gemm.GemmShapes.track_time", "bench_resources.Resources.track_registers", "bench_resources.Resources.track_spill_stores"} <= names
 
 
 def test_asv_pin():
