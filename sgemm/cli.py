@@ -125,6 +125,21 @@ def cmd_bench(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_merge(args) -> int:
+    from pathlib import Path
+
+    from .merge import MergeError, merge_results
+
+    try:
+        plan = merge_results([Path(s) for s in args.sources], Path(args.into))
+    except MergeError as exc:
+        print(f"sgemm merge: {exc}", file=sys.stderr)
+        return 2
+    print(f"merged into {args.into}: {len(plan.copies)} files copied, {len(plan.unchanged)} already there; "
+          f"machines: {', '.join(plan.machines) or 'none new'}")
+    return 0
+
+
 def cmd_machine(args) -> int:
     from pathlib import Path
 
@@ -245,6 +260,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--seed", action="append", help="seed number, e.g. 001 (repeatable; default: every seed)")
     report.add_argument("--size", type=int, action="append", help="square size to measure (repeatable; fresh runs)")
     report.add_argument("--out", required=True, help="directory for README.md, the PNG plots and points.json")
+    merge = add("merge", cmd_merge, "merge the asv results trees of several GPU boxes into one (per-machine "
+                "directories kept apart; a bad or conflicting file stops it before anything is written)", kernels=False)
+    merge.add_argument("sources", nargs="+", help="results directories to merge")
+    merge.add_argument("--into", required=True, help="results directory to merge them into (created if missing)")
     machine = add("machine", cmd_machine, "write this box's entry in the asv machine file from NVML", kernels=False)
     machine.add_argument("--name", help="machine name (default: from the GPU model)")
     machine.add_argument("--file", default="~/.asv-machine.json")

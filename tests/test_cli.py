@@ -91,3 +91,9 @@ def test_check_and_bench_on_the_gpu(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "% cuBLAS" in done.stdout and "100.0" in done.stdout
     assert set(json.loads(out.read_text())) == {"fp32/cublas/512x512x512", "fp32/naive/512x512x512"}
+
+
+def test_merge_reports_what_it_did_and_refuses_a_missing_source(tmp_path):
+    done = run("merge", str(tmp_path / "missing"), "--into", str(tmp_path / "merged"))
+    assert done.returncode == 2 and "missing: not a directory" in done.stderr and "nothing was written" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "merged").exists()
