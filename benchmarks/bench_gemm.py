@@ -6,6 +6,7 @@ installed from each commit under test, and the lists must not change with it. A 
 lacks, a shape a kernel does not claim and a GPU too old for a kernel are skips (NotImplementedError), not errors.
 """
 
+import inspect
 import os
 
 from .worktree import KERNELS, SIZES, SWEEP_KERNELS, SWEEP_SHAPES, catalogue
@@ -28,7 +29,7 @@ class _MeasuredCase:
         # A scratch directory private to this asv run, where each case's measurement waits for its other methods.
         return os.path.abspath("cases")
 
-    def measure(self, run_dir, name, m, n, k):
+    def bind_case(self, run_dir, name, m, n, k):
         """For setup(): bind the case, or skip (NotImplementedError) when it cannot run here."""
         if name not in KERNELS:
             raise NotImplementedError(f"there is no {name} kernel")
@@ -36,7 +37,12 @@ class _MeasuredCase:
             from sgemm.record import asv_case
         except ImportError as exc:
             raise NotImplementedError(f"the commit under test cannot run this suite: {exc}") from exc
-        self.case = asv_case(run_dir, name, m, n, k)
+        if len(inspect.signature(asv_case).parameters) == 3:  # commits before the shape sweep: square sizes only
+            if not m == n == k:
+                raise NotImplementedError("the commit under test times square shapes only")
+            self.case = asv_case(run_dir, name, m)
+        else:
+            self.case = asv_case(run_dir, name, m, n, k)
 
     def track_time(self, run_dir, *params):
         return {"samples": self.case.result("time").samples_s, "number": 1}
@@ -82,7 +88,7 @@ class Gemm(_MeasuredCase):
     param_names = ["kernel", "size", "precision"]
 
     def setup(self, run_dir, kernel, size, precision):
-        self.measure(run_dir, f"{precision}/{kernel}", size, size, size)
+        self.bind_case(run_dir, f"{precision}/{kernel}", size, size, size)
 
 
 class GemmShapes(_MeasuredCase):
@@ -92,4 +98,4 @@ class GemmShapes(_MeasuredCase):
     param_names = ["kernel", "shape"]
 
     def setup(self, run_dir, kernel, shape):
-        self.measure(run_dir, kernel, *(int(size) for size in shape.split("x")))
+        self.bind_case(run_dir, kernel, *(int(size) for size in shape.split("x")))

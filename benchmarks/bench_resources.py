@@ -22,8 +22,8 @@ class Resources:
             return {"unavailable": f"the commit under test cannot compile offline: {exc}"}
         try:
             return usage_table(list(load_catalogue().values()), tuple(ARCHITECTURES))
-        except ImportError as exc:  # NVRTC's Python bindings are missing on this box
-            return {"unavailable": f"NVRTC is not importable here: {exc}"}
+        except (ImportError, RuntimeError) as exc:  # NVRTC's bindings or its library are missing on this box
+            return {"unavailable": f"NVRTC is not usable here: {type(exc).__name__}: {exc}"}
 
     def setup(self, table, kernel, arch):
         if "unavailable" in table:

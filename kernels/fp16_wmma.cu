@@ -7,6 +7,7 @@
 // 32-byte aligned, lda and ldb multiples of 8, ldc of 4 (the dense strides K, N, N are multiples of 16).
 // The epilogue works on fragments element-wise: two accumulator fragments of the same type hold the same C elements
 // in the same slots, so C can be loaded into one and combined with the product without knowing the layout.
+// Ladder: the first FP16 step (after fp32/warptile in seed 001); fp16/mma_naive does the same with PTX.
 #include <cuda_fp16.h>
 #include <mma.h>
 

@@ -6,9 +6,10 @@
 // stores are float4; each k step forms the outer product of register-cached fragments.
 //   <128, 128, 16, 64, 64, 4, 8, 4, 128>   4 warps of 64x64, sub-tiles 64x16, 8x4 per thread (seed 001 Warptiling)
 // Shapes: lda, ldb and ldc multiples of 4 so that every row starts 16-byte aligned: dense rows need N % 4 == 0 and
-// K % 4 == 0, any M. Rows padded to a multiple of 4 take any N and K: lanes of A beyond K are zeroed, lanes of B beyond
-// N only feed columns that are never stored, and C is written lane by lane where a float4 straddles N.
-// Ladder: builds on the transposed-A float4 kernel of fp32_vectorized.cu; adds the warp level of the tiling.
+// K % 4 == 0, any M (the catalogue's fp32/warptile). Rows padded to a multiple of 4 would take any N and K (lanes of
+// A beyond K are zeroed, lanes of B beyond N only feed columns that are never stored, C is written lane by lane where
+// a float4 straddles N), but no catalogue entry pads them yet, so that path is untested on a GPU.
+// Ladder: builds on fp32/float4 (transposed A, float4 access); adds the warp level of the tiling.
 #include "common.cuh"
 
 template <int BM, int BN, int BK, int WM, int WN, int WN_ITERS, int TM, int TN, int THREADS>

@@ -20,7 +20,8 @@ class BuildError(RuntimeError):
 def toolkit_include_dirs() -> list[str]:
     """The CUDA toolkit's include directory, when there is one.
 
-    NVRTC with only CuPy's pip headers cannot resolve <mma.h> (crt/mma.h is missing); the toolkit's copy fixes that.
+    <mma.h> needs crt/mma.h, which CuPy's pip headers lack unless the nvidia-cuda-crt wheel is installed; the
+    toolkit's copy serves where it is not.
     """
     roots = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"]
     found = [Path(root) / "include" for root in roots if root and (Path(root) / "include" / "crt" / "mma.h").is_file()]

@@ -17,6 +17,8 @@ PRECISIONS = ("fp32", "fp16")
 # the FP16-rounded inputs, so only their FP32 accumulation is judged.
 TOLERANCE = {"fp32": 1e-5, "fp16": 1e-4}
 
+MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y
+
 _REQUIRED = {"name", "technique", "min_compute_capability"}
 _COMPILED = {"source", "entry", "block_threads", "block_tile", "multiple_of"}
 _OPTIONAL = {"library", "origins", "pitch", "may_spill"}
@@ -81,6 +83,13 @@ class Kernel:
         for dim, size, multiple in zip("MNK", (m, n, k), self.multiple_of):
             if size % multiple:
                 return f"{self.name} needs {dim} to be a multiple of {multiple} (got {dim}={size})"
+        if self.library:
+            return None
+        if self.grid(m, n)[1] > MAX_GRID_Y:
+            return f"{self.name} puts M on the grid's y axis, which allows {MAX_GRID_Y} blocks: M={m} needs more"
+        lda, ldb, ldc = self.leading_dimensions(m, n, k)
+        if max(m * lda, k * ldb, m * ldc) >= 2**31:
+            return f"{self.name} indexes its matrices with 32-bit ints: {m}x{n}x{k} has more than 2^31 elements"
         return None
 
     def leading_dimensions(self, m: int, n: int, k: int) -> tuple[int, int, int]:
@@ -118,8 +127,8 @@ def _kernel_from_table(table: dict, kernel_dir: Path) -> Kernel:
         origins=origins,
     )
     if "library" in table:
-        if table.keys() & _COMPILED:
-            raise CatalogueError(f"{name}: a library kernel has no {sorted(table.keys() & _COMPILED)}")
+        if extra := table.keys() & (_COMPILED | {"pitch", "may_spill"}):
+            raise CatalogueError(f"{name}: a library kernel has no {sorted(extra)}")
         return Kernel(library=table["library"], **common)
 
     if missing := _COMPILED - table.keys():
@@ -185,7 +194,7 @@ class Seed:
 
 
 def seeds(path: Path = CATALOGUE_PATH) -> list[Seed]:
-    """The seed worklogs named by the kernels' origins, in file order."""
+    """The [[seed]] tables: the worklogs the kernels' origins point to, in file order."""
     try:
         return [Seed(t["file"], t["title"], int(t["size"])) for t in tomllib.loads(Path(path).read_text()).get("seed", [])]
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:

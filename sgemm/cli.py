@@ -216,10 +216,10 @@ def cmd_report(args) -> int:
         points, gpu = points_from_cases(results), live
         source = "a fresh measurement on this GPU (NVBench, after an FP64 check of every kernel)"
     header = [
-        f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"- Report made: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
         f"- GPU: {gpu.name}" + (f", {gpu.sm_count} SMs, max SM clock {gpu.max_sm_clock_mhz:.0f} MHz"
                                 if gpu.sm_count and gpu.max_sm_clock_mhz else ""),
-        f"- Driver: {gpu.driver}",
+        f"- Driver (of the box that made the report): {gpu.driver}",
         f"- Source: {source}",
         f"- Command: `sgemm {' '.join(args.argv)}`",
         "- % of peak: dense FP32 (FP16 tensor-core with FP32 accumulate) rate at the maximum SM clock. SM clock: the"

@@ -2,8 +2,9 @@
 
 Inputs are uniform in [-1, 1) (never zeros: a GEMM on zeros runs faster than on real data and hides unwritten
 outputs). With beta == 0 the output starts as NaN, so an element the kernel never writes fails the check.
-A kernel with a pitch gets rows padded to that many elements (zeros in A's and B's padding, NaN in C's, like the
-rest of C); A, B and C are the M x K, K x N and M x N views the reference is computed from.
+A kernel with a pitch gets rows padded to that many elements, the padding NaN like C: a kernel that lets padding
+into an element it stores fails the check. A, B and C are the M x K, K x N and M x N views the reference is
+computed from.
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ def make_problem(kernel: Kernel, m: int, n: int, k: int, alpha: float = 1.0, bet
     rng = cupy.random.default_rng(seed)
     dtype = INPUT_DTYPE[kernel.precision]
     lda, ldb, ldc = kernel.leading_dimensions(m, n, k)
-    a = cupy.zeros((m, lda), dtype=dtype)
-    b = cupy.zeros((k, ldb), dtype=dtype)
+    a = cupy.full((m, lda), np.nan, dtype=dtype)
+    b = cupy.full((k, ldb), np.nan, dtype=dtype)
     c = cupy.full((m, ldc), np.nan, dtype=np.float32)
     a[:, :k] = rng.uniform(-1.0, 1.0, (m, k), dtype=np.float32).astype(dtype)
     b[:, :n] = rng.uniform(-1.0, 1.0, (k, n), dtype=np.float32).astype(dtype)

@@ -50,7 +50,8 @@ class Gpu:
 
 
 def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) -> tuple[list[Point], str, dict]:
-    """The Gemm figures of one machine's run (the newest, or the commit whose hash starts with `commit`).
+    """The Gemm figures of one machine's run: of the newest commit (asv dates a run by its commit), or of the commit
+    whose hash starts with `commit`.
 
     Returns the points, the commit hash, and the machine's asv entry (its facets).
     """

@@ -108,8 +108,8 @@ def usage_table(kernels: list[Kernel], archs: tuple[str, ...] = ARCHITECTURES) -
     """Resource usage of each compiled kernel on each architecture; a kernel that fails to compile maps to NVRTC's
     message, so one broken kernel does not hide the others' figures.
 
-    Kernels that are the same program (source and entry) are compiled once: NVRTC 13.0 was seen to leave the log of
-    a repeated identical compile empty, with no ptxas report in it.
+    Kernels that are the same program (source and entry) are compiled once: on an H100 box (NVRTC 13.0, inside
+    asv's setup_cache) the second of two identical compiles came back with an empty log and no ptxas report.
     """
     table: dict[tuple[str, str], ResourceUsage | str] = {}
     programs: dict[tuple[str, str, str], ResourceUsage | str] = {}

@@ -91,3 +91,16 @@ def test_asv_stores_statistics_for_a_track_benchmark_that_returns_samples(asv_ru
     assert row["stats_ci_99_a"][0] < 1.0 < row["stats_ci_99_b"][0]
     assert row["stats_q_25"][0] <= 1.0 <= row["stats_q_75"][0]
     assert sorted(row["samples"][0]) == sorted([1.00, 1.01, 0.99, 1.02, 0.98, 1.00, 1.01, 0.99, 1.00, 1.00])
+
+
+def test_a_commit_whose_package_takes_square_sizes_only_still_runs_them(tmp_path, monkeypatch):
+    import sgemm.record
+
+    bound = []
+    monkeypatch.setattr(sgemm.record, "asv_case", lambda run_dir, name, size: bound.append((name, size)) or "case")
+    suite = load_suite()
+    gemm = suite.Gemm()
+    gemm.setup(str(tmp_path), "naive", 1024, "fp32")
+    assert bound == [("fp32/naive", 1024)] and gemm.case == "case"
+    with pytest.raises(NotImplementedError, match="square shapes only"):
+        suite.GemmShapes().setup(str(tmp_path), "fp32/naive", "256x1024x1024")

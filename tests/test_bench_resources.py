@@ -42,8 +42,8 @@ def test_a_kernel_the_commit_lacks_is_a_skip_and_a_compile_error_a_failure():
         suite.setup({}, "fp32/naive", "sm_90")
     with pytest.raises(RuntimeError, match="identifier"):
         suite.setup({("fp32/naive", "sm_90"): "fp32/naive: identifier x is undefined"}, "fp32/naive", "sm_90")
-    with pytest.raises(NotImplementedError, match="NVRTC is not importable"):
-        suite.setup({"unavailable": "NVRTC is not importable here: no cuda"}, "fp32/naive", "sm_90")
+    with pytest.raises(NotImplementedError, match="NVRTC is not usable"):
+        suite.setup({"unavailable": "NVRTC is not usable here: no cuda"}, "fp32/naive", "sm_90")
 
 
 def test_setup_cache_compiles_every_kernel_for_every_architecture():

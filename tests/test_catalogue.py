@@ -101,6 +101,8 @@ min_compute_capability = 70
     (lambda t: t.replace("m = 1, ", ""), "exactly m, n and k"),
     (lambda t: t + t.split("[suite]\nsizes = [64]")[1], "listed twice"),
     (lambda t: t.replace("[[kernel]]", "[[kernel]"), "cannot read"),
+    (lambda t: t + "pitch = 0\n", "pitch must be a positive integer"),
+    (lambda t: t + 'may_spill = "yes"\n', "may_spill must be true or false"),
 ])
 def test_malformed_entries_are_named(tmp_path: Path, edit, message):
     (tmp_path / "k.cu").write_text("// k\n")
@@ -113,3 +115,22 @@ def _write(directory: Path, text: str) -> Path:
     path = directory / "catalogue.toml"
     path.write_text(text)
     return path
+
+
+def test_a_library_kernel_takes_no_compile_fields(tmp_path: Path):
+    text = '[[kernel]]\nname = "fp32/cublas"\ntechnique = "t"\nlibrary = "cublas"\nmin_compute_capability = 70\n'
+    load_catalogue(_write(tmp_path, text), tmp_path)
+    with pytest.raises(CatalogueError, match=r"a library kernel has no \['pitch'\]"):
+        load_catalogue(_write(tmp_path, text + "pitch = 4\n"), tmp_path)
+
+
+def test_pitched_rows_round_each_leading_dimension_up():
+    assert KERNELS["fp32/pitched"].leading_dimensions(5, 6, 7) == (8, 8, 8)
+    assert KERNELS["fp32/float4"].leading_dimensions(5, 6, 7) == (7, 6, 6)
+
+
+def test_shapes_beyond_the_grid_or_32_bit_indexing_are_refused():
+    assert "65535 blocks" in KERNELS["fp32/naive_8"].shape_problem(8 * 65535 + 1, 16, 16)
+    assert KERNELS["fp32/naive_8"].shape_problem(8 * 65535, 16, 16) is None
+    assert "32-bit" in KERNELS["fp32/naive"].shape_problem(46341, 46341, 46341)
+    assert KERNELS["fp32/cublas"].shape_problem(8 * 65535 + 1, 16, 16) is None  # cuBLAS has no such limit
