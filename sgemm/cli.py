@@ -184,6 +184,10 @@ def cmd_report(args) -> int:
                   file=sys.stderr)
             return 2
         seeds = [s for s in seeds if s.number in args.seed]
+    if args.results and args.size:
+        print("sgemm report: --size chooses what to measure; with --results the sizes are those asv ran",
+              file=sys.stderr)
+        return 2
     live = _live_gpu(args.device)
     if args.results:
         from .machine import detect_identity, machine_name
