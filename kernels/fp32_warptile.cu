@@ -12,6 +12,21 @@
 // Ladder: builds on fp32/float4 (transposed A, float4 access); adds the warp level of the tiling.
 #include "common.cuh"
 
+// dst[0..LEN) = src[0..LEN) from shared memory: float4 reads when LEN is a multiple of 4 (src is then 16-byte
+// aligned), scalar reads otherwise.
+template <int LEN>
+__device__ __forceinline__ void load_fragment(float* dst, const float* src) {
+#pragma unroll
+    for (int i = 0; i < LEN; i += 4) {
+        if constexpr (LEN % 4 == 0) {
+            unpack4(&dst[i], *reinterpret_cast<const float4*>(src + i));
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4 && i + j < LEN; ++j) dst[i + j] = src[i + j];
+        }
+    }
+}
+
 template <int BM, int BN, int BK, int WM, int WN, int WN_ITERS, int TM, int TN, int THREADS>
 __global__ void __launch_bounds__(THREADS)
 gemm_warptile(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
@@ -99,31 +114,9 @@ gemm_warptile(int M, int N, int K, float alpha, const float* __restrict__ A, int
         for (int k = 0; k < BK; ++k) {
             float a_frag[WM_ITERS][TM], b_frag[WN_ITERS][TN];
 #pragma unroll
-            for (int wm = 0; wm < WM_ITERS; ++wm) {
-                const float* src = &As[k][thread_row + wm * SUB_M];
+            for (int wm = 0; wm < WM_ITERS; ++wm) load_fragment<TM>(a_frag[wm], &As[k][thread_row + wm * SUB_M]);
 #pragma unroll
-                for (int m = 0; m < TM; m += 4) {
-                    if constexpr (TM % 4 == 0) {
-                        unpack4(&a_frag[wm][m], *reinterpret_cast<const float4*>(src + m));
-                    } else {
-#pragma unroll
-                        for (int j = 0; j < 4 && m + j < TM; ++j) a_frag[wm][m + j] = src[m + j];
-                    }
-                }
-            }
-#pragma unroll
-            for (int wn = 0; wn < WN_ITERS; ++wn) {
-                const float* src = &Bs[k][thread_col + wn * SUB_N];
-#pragma unroll
-                for (int n = 0; n < TN; n += 4) {
-                    if constexpr (TN % 4 == 0) {
-                        unpack4(&b_frag[wn][n], *reinterpret_cast<const float4*>(src + n));
-                    } else {
-#pragma unroll
-                        for (int j = 0; j < 4 && n + j < TN; ++j) b_frag[wn][n + j] = src[n + j];
-                    }
-                }
-            }
+            for (int wn = 0; wn < WN_ITERS; ++wn) load_fragment<TN>(b_frag[wn], &Bs[k][thread_col + wn * SUB_N]);
 #pragma unroll
             for (int wm = 0; wm < WM_ITERS; ++wm)
 #pragma unroll

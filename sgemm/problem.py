@@ -49,7 +49,6 @@ class Problem:
     c: object
     c_initial: object | None  # what C held before the first launch, when beta != 0
     launch: Callable[[], None] = field(repr=False)
-    leading_dimensions: tuple[int, int, int] = (0, 0, 0)  # row strides of A, B, C in elements
 
     @property
     def flops(self) -> int:
@@ -81,7 +80,7 @@ def make_problem(kernel: Kernel, m: int, n: int, k: int, alpha: float = 1.0, bet
         c_initial = c[:, :n].copy()
     launch = _cublas_launch if kernel.library == "cublas" else _compiled_launch
     return Problem(kernel, m, n, k, alpha, beta, a[:, :k], b[:, :n], c[:, :n], c_initial,
-                   launch(kernel, m, n, k, alpha, beta, a, b, c), (lda, ldb, ldc))
+                   launch(kernel, m, n, k, alpha, beta, a, b, c))
 
 
 def _compiled_launch(kernel, m, n, k, alpha, beta, a, b, c) -> Callable[[], None]:
