@@ -55,7 +55,9 @@ class _MeasuredCase:
     track_tflops.unit = "TFLOP/s"
 
     def track_sm_clock(self, run_dir, *params):
-        return self.case.result("sm_clock").mean_sm_clock_mhz
+        """The SM clock of every timed sample: asv keeps them, and rounds add to them, as for track_time."""
+        clocks = self.case.result("sm_clock").sm_clock_mhz
+        return {"samples": clocks, "number": 1} if clocks else float("nan")
 
     track_sm_clock.unit = "MHz"
 
@@ -72,7 +74,8 @@ class _MeasuredCase:
     def track_throttled(self, run_dir, *params):
         """Time the driver held clocks down (power or thermal) while the case was timed."""
         throttled = self.case.result("throttled").telemetry.get("throttled_ms")
-        return sum(throttled.values()) if throttled else float("nan")
+        # One sample per round, so that asv keeps every round's figure rather than the last one's.
+        return {"samples": [sum(throttled.values())], "number": 1} if throttled else float("nan")
 
     track_throttled.unit = "ms"
 

@@ -13,6 +13,11 @@ from .catalogue import KERNEL_DIR, Kernel
 _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
 
+def local_includes(source_text: str) -> list[str]:
+    """The headers a CUDA source includes with quotes (ours, in kernels/), in order."""
+    return _LOCAL_INCLUDE.findall(source_text)
+
+
 class BuildError(RuntimeError):
     """A kernel failed to compile; the message holds the compiler log."""
 
@@ -42,7 +47,7 @@ def kernel_source(kernel: Kernel, kernel_dir: Path = KERNEL_DIR) -> str:
     text = (kernel_dir / kernel.source).read_text()
     digests = [
         f"// {header}: sha256 {hashlib.sha256((kernel_dir / header).read_bytes()).hexdigest()}"
-        for header in _LOCAL_INCLUDE.findall(text)
+        for header in local_includes(text)
         if (kernel_dir / header).is_file()
     ]
     return "\n".join([text, *digests, ""])

@@ -153,6 +153,85 @@ def cmd_machine(args) -> int:
     return 0
 
 
+def _threshold_pattern(text: str) -> tuple[str, float]:
+    pattern, sep, value = text.rpartition("=")
+    try:
+        percent = float(value)
+    except ValueError:
+        percent = -1.0
+    if not sep or not pattern or not 0 <= percent < 100:
+        raise argparse.ArgumentTypeError(f"expected PATTERN=PERCENT, e.g. 'fp16/*=4', got {text!r}")
+    return pattern, percent / 100
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage between 0 and 100, got {text!r}")
+    return value / 100
+
+
+def cmd_gate(args) -> int:
+    from dataclasses import replace
+    from pathlib import Path
+
+    from .changes import ChangeError, resolve_commit, select_kernels
+    from .gate import EXIT_UNDECIDED, cases_for, markdown, publish_report, run_gate
+    from .machine import detect_identity, machine_entry, machine_name, write_machine_file
+
+    repo = Path(args.repo).resolve()
+    path = repo / "sgemm" / "catalogue.toml"
+    try:
+        base, head = resolve_commit(str(repo), args.base), resolve_commit(str(repo), args.head)
+        selection = select_kernels(str(repo), base, head)
+        checked_out = resolve_commit(str(repo), "HEAD")
+    except ChangeError as exc:
+        print(f"sgemm gate: {exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    if checked_out != head:
+        print(f"sgemm gate: warning: the suite's parameters come from the working tree at {checked_out[:12]}, "
+              f"not from head {head[:12]}: check out head to measure every kernel it has", file=sys.stderr)
+    # The suite runs with the working tree's catalogue: only its kernels, sizes and shapes exist as benchmarks.
+    kernels = catalogue.load_catalogue(path, repo / "kernels")
+    if args.kernel:
+        asked = {k.name: "asked for" for k in catalogue.select(args.kernel, kernels)}
+        selection = replace(selection, reasons={**asked, **selection.reasons},
+                            kernels=tuple(n for n in kernels if n in asked or n in selection.kernels))
+    missing = [name for name in selection.kernels if name not in kernels]
+    sizes = args.size or catalogue.default_sizes(path)
+    sweep_kernels, sweep_shapes = catalogue.sweep(path)
+    cases = cases_for(tuple(n for n in selection.kernels if n in kernels), sizes, sweep_kernels, sweep_shapes)
+    why = selection.everything or "; ".join(f"{name}: {reason}" for name, reason in selection.reasons.items())
+    print(f"sgemm gate: {base[:12]} -> {head[:12]}: {len(cases)} cases of {len(selection.kernels)} kernels ({why})",
+          file=sys.stderr)
+    if missing:
+        print(f"sgemm gate: warning: not in the working tree's catalogue, not measured: {', '.join(missing)}",
+              file=sys.stderr)
+    if args.dry_run:
+        for case in cases:
+            print(case.label)
+        return 0
+
+    identity = detect_identity(args.device)
+    if identity is None:
+        print("sgemm gate: no GPU found through NVML: nothing can be measured here", file=sys.stderr)
+        return EXIT_UNDECIDED
+    machine = args.machine or machine_name(identity)
+    write_machine_file(machine_entry(identity, machine))  # asv asks interactively for a machine it does not know
+    work_dir = Path(args.work).resolve() if args.work else repo / ".asv" / "gate"
+    result = run_gate(repo, base, head, selection, cases, machine, work_dir, args.rounds, args.threshold,
+                      args.threshold_for)
+    gpu_line = (f"{identity.model}, compute capability {identity.compute_capability}, driver {identity.driver}, "
+                f"max SM clock {identity.max_sm_clock_mhz} MHz")
+    text = markdown(result, gpu_line, args.threshold, args.threshold_for)
+    print(text)
+    publish_report(text, Path(args.report) if args.report else None)
+    return result.exit_status
+
+
 def _live_gpu(device: int):
     """This box's GPU for a report, or None without one."""
     from .report import Gpu
@@ -167,6 +246,32 @@ def _live_gpu(device: int):
         return Gpu(info.name, info.compute_capability, info.sm_count, identity.max_sm_clock_mhz, identity.driver)
     except TelemetryUnavailable:
         return Gpu(info.name, info.compute_capability, info.sm_count)
+
+
+def _report_across_gpus(args, kernels) -> int:
+    import datetime
+    from pathlib import Path
+
+    from .crossgpu import common_size, gpu_runs, write_cross_gpu
+    from .report import ReportError
+
+    if not args.results:
+        print("sgemm report: --across-gpus reads asv results: pass --results", file=sys.stderr)
+        return 2
+    if args.machine or args.commit or args.seed or (args.size and len(args.size) > 1):
+        print("sgemm report: --across-gpus takes every machine's newest run and one --size", file=sys.stderr)
+        return 2
+    try:
+        runs = gpu_runs(Path(args.results))
+        size = args.size[0] if args.size else common_size(runs)
+    except ReportError as exc:
+        print(f"sgemm report: {exc}", file=sys.stderr)
+        return 2
+    header = [f"Report made: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from the asv results "
+              f"in `{args.results}`", f"Command: `sgemm {' '.join(args.argv)}`"]
+    for path in write_cross_gpu(Path(args.out), runs, kernels, size, header):
+        print(f"wrote {path}")
+    return 0
 
 
 def cmd_report(args) -> int:
@@ -184,6 +289,8 @@ def cmd_report(args) -> int:
                   file=sys.stderr)
             return 2
         seeds = [s for s in seeds if s.number in args.seed]
+    if args.across_gpus:
+        return _report_across_gpus(args, kernels)
     if args.results and args.size:
         print("sgemm report: --size chooses what to measure; with --results the sizes are those asv ran",
               file=sys.stderr)
@@ -263,11 +370,31 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--commit", help="commit hash or prefix (default: the newest run of the machine)")
     report.add_argument("--seed", action="append", help="seed number, e.g. 001 (repeatable; default: every seed)")
     report.add_argument("--size", type=int, action="append", help="square size to measure (repeatable; fresh runs)")
+    report.add_argument("--across-gpus", action="store_true", help="one table per precision with a column group "
+                        "per GPU, from every machine in --results (e.g. merged results); --size picks the size")
     report.add_argument("--out", required=True, help="directory for README.md, the PNG plots and points.json")
     merge = add("merge", cmd_merge, "merge the asv results trees of several GPU boxes into one (per-machine "
                 "directories kept apart; a bad or conflicting file stops it before anything is written)", kernels=False)
     merge.add_argument("sources", nargs="+", help="results directories to merge")
     merge.add_argument("--into", required=True, help="results directory to merge them into (created if missing)")
+    gate = add("gate", cmd_gate, "benchmark what a change can affect at two commits with asv continuous and judge "
+               "each case at equal SM clock; exit 0 pass, 1 a regression, 2 undecided", kernels=False)
+    gate.add_argument("base", help="the commit the change starts from (e.g. the pull request's base)")
+    gate.add_argument("head", help="the commit with the change")
+    gate.add_argument("-k", "--kernel", action="append", default=[],
+                      help="also measure this kernel or precision, changed or not (repeatable)")
+    gate.add_argument("--size", type=int, action="append", help="square size (repeatable; default: the suite's)")
+    gate.add_argument("--threshold", type=_percent, default=0.02, metavar="PERCENT",
+                      help="smallest change in time that counts, in percent (default 2)")
+    gate.add_argument("--threshold-for", type=_threshold_pattern, action="append", default=[],
+                      metavar="PATTERN=PERCENT", help="threshold for kernels matching a shell pattern, e.g. "
+                      "'fp16/*=4' (repeatable; the last match wins)")
+    gate.add_argument("--rounds", type=int, default=2, help="interleaved rounds per commit (default 2)")
+    gate.add_argument("--repo", default=".", help="the repository (default: the current directory)")
+    gate.add_argument("--work", help="the gate's asv environments and results (default: REPO/.asv/gate)")
+    gate.add_argument("--machine", help="asv machine name (default: from the GPU model)")
+    gate.add_argument("--report", help="also write the Markdown report to this file")
+    gate.add_argument("--dry-run", action="store_true", help="list the cases the change selects; measure nothing")
     machine = add("machine", cmd_machine, "write this box's entry in the asv machine file from NVML", kernels=False)
     machine.add_argument("--name", help="machine name (default: from the GPU model)")
     machine.add_argument("--file", default="~/.asv-machine.json")

@@ -1,0 +1,18 @@
+"""The project's asv configuration, written anew with some directories moved: the gate's runs and a publish of
+merged results each get their own, and the project's file stays as it is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def write_asv_config(repo: Path, path: Path, **directories: Path) -> Path:
+    """asv.conf.json of `repo` with every path absolute and `directories` (e.g. results_dir=...) replaced."""
+    from asv.util import load_json
+
+    conf = load_json(str(repo / "asv.conf.json"), js_comments=True)
+    conf.update(repo=str(repo), benchmark_dir=str(repo / conf.get("benchmark_dir", "benchmarks")),
+                **{key: str(Path(value).resolve()) for key, value in directories.items()})
+    path.write_text(json.dumps(conf, indent=2) + "\n")
+    return path

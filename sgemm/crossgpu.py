@@ -1,0 +1,217 @@
+"""The cross-GPU report: every kernel on every GPU of a merged asv results tree, one table per precision with a
+group of columns per GPU (TFLOP/s, % of that GPU's cuBLAS, % of its peak, SM clock), a bar chart per precision,
+as Markdown and as a page of the published site.
+
+Each GPU's newest run is read; its SM count and maximum SM clock come from the same run (asv class `Gpu`), so the
+report is right wherever it is made.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .catalogue import PRECISIONS, Kernel
+from .report import Gpu, Point, ReportError, points_from_asv
+
+SM_COUNT_BENCHMARK = "bench_gpu.Gpu.track_sm_count"
+MAX_CLOCK_BENCHMARK = "bench_gpu.Gpu.track_max_sm_clock"
+
+
+@dataclass(frozen=True)
+class GpuRun:
+    machine: str
+    gpu: Gpu
+    commit: str
+    points: list[Point]
+
+
+def _gpu_facts(results_dir: Path, machine: str, commit: str) -> tuple[int | None, float | None]:
+    from asv.results import iter_results_for_machine_and_hash
+
+    for run in iter_results_for_machine_and_hash(str(results_dir), machine, commit):
+        keys = run.get_all_result_keys()
+        if SM_COUNT_BENCHMARK in keys and MAX_CLOCK_BENCHMARK in keys:
+            sm_count = run.get_result_value(SM_COUNT_BENCHMARK, [])[0]
+            clock = run.get_result_value(MAX_CLOCK_BENCHMARK, [])[0]
+            valid = [v if v is not None and not math.isnan(v) else None for v in (sm_count, clock)]
+            return (int(valid[0]) if valid[0] else None), valid[1]
+    return None, None
+
+
+def gpu_runs(results_dir: Path) -> list[GpuRun]:
+    """The newest Gemm run of every machine in the tree, in machine-name order."""
+    machines = sorted(p.parent.name for p in Path(results_dir).glob("*/machine.json"))
+    if not machines:
+        raise ReportError(f"no asv machine directories in {results_dir}")
+    runs = []
+    for machine in machines:
+        try:
+            points, commit, facets = points_from_asv(Path(results_dir), machine)
+        except ReportError:
+            continue  # a machine with no Gemm results (e.g. only resource tracks) has nothing to show
+        sm_count, max_clock = _gpu_facts(Path(results_dir), machine, commit)
+        capability = facets.get("compute_capability", "")
+        try:
+            major, minor = capability.split(".")
+            cc = int(major) * 10 + int(minor)
+        except ValueError:
+            cc = None
+        runs.append(GpuRun(machine, Gpu(facets.get("gpu", machine), cc, sm_count, max_clock), commit, points))
+    if not runs:
+        raise ReportError(f"no Gemm results for any machine in {results_dir}")
+    return runs
+
+
+@dataclass(frozen=True)
+class Cell:
+    tflops: float | None = None
+    percent_of_cublas: float | None = None
+    percent_of_peak: float | None = None
+    sm_clock_mhz: float | None = None
+
+
+def common_size(runs: list[GpuRun]) -> int:
+    """The largest square size every GPU measured."""
+    shared = set.intersection(*({p.size for p in run.points} for run in runs))
+    if not shared:
+        raise ReportError("the GPUs share no measured size: pass one with --size")
+    return max(shared)
+
+
+def table(precision: str, size: int, runs: list[GpuRun], kernels: dict[str, Kernel]) -> list[tuple[str, list[Cell]]]:
+    """(kernel, a cell per GPU) for every kernel of the precision that some GPU measured at the size."""
+    rows = []
+    for name, kernel in kernels.items():
+        if kernel.precision != precision:
+            continue
+        cells = []
+        for run in runs:
+            at_size = {p.kernel: p for p in run.points if p.size == size}
+            point, baseline = at_size.get(name), at_size.get(f"{precision}/cublas")
+            if point is None:
+                cells.append(Cell())
+                continue
+            peak = run.gpu.peak_tflops(precision)
+            cells.append(Cell(point.tflops, 100 * point.tflops / baseline.tflops if baseline else None,
+                              100 * point.tflops / peak if peak else None,
+                              None if math.isnan(point.sm_clock_mhz) else point.sm_clock_mhz))
+        if any(cell.tflops is not None for cell in cells):
+            rows.append((name, cells))
+    return rows
+
+
+def _text(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _cell_texts(cell: Cell) -> list[str]:
+    return [_text(cell.tflops, 2), _text(cell.percent_of_cublas, 1), _text(cell.percent_of_peak, 1),
+            _text(cell.sm_clock_mhz, 0)]
+
+
+COLUMNS = ("TFLOP/s", "% cuBLAS", "% peak", "SM MHz")
+
+
+def markdown_table(rows: list[tuple[str, list[Cell]]], runs: list[GpuRun]) -> str:
+    header = ["kernel"] + [f"{run.gpu.name.removeprefix('NVIDIA ')} {column}" for run in runs for column in COLUMNS]
+    lines = ["| " + " | ".join(header) + " |", "| :--- |" + " ---: |" * (len(header) - 1)]
+    lines += ["| " + " | ".join([f"`{name}`"] + [t for cell in cells for t in _cell_texts(cell)]) + " |"
+              for name, cells in rows]
+    return "\n".join(lines)
+
+
+def html_table(rows: list[tuple[str, list[Cell]]], runs: list[GpuRun]) -> str:
+    top = "".join(f'<th colspan="{len(COLUMNS)}">{html.escape(run.gpu.name)}</th>' for run in runs)
+    sub = "".join(f"<th>{html.escape(column)}</th>" for _ in runs for column in COLUMNS)
+    body = "".join(
+        "<tr><td><code>" + html.escape(name) + "</code></td>"
+        + "".join(f"<td>{t}</td>" for cell in cells for t in _cell_texts(cell)) + "</tr>"
+        for name, cells in rows)
+    return (f'<table><thead><tr><th rowspan="2">kernel</th>{top}</tr><tr>{sub}</tr></thead>'
+            f"<tbody>{body}</tbody></table>")
+
+
+def plot(path: Path, title: str, rows: list[tuple[str, list[Cell]]], runs: list[GpuRun]) -> bool:
+    """Horizontal bars of TFLOP/s, a bar per GPU for each kernel. False when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    height = 0.8 / len(runs)
+    figure, axes = plt.subplots(figsize=(9, 1.2 + 0.32 * len(rows) * max(1, len(runs) / 2)))
+    for index, run in enumerate(runs):
+        positions = [row + index * height for row in range(len(rows))]
+        rates = [cells[index].tflops or 0.0 for _, cells in rows]
+        axes.barh(positions, rates, height=height, label=run.gpu.name)
+    axes.set_yticks([row + 0.4 - height / 2 for row in range(len(rows))], [name for name, _ in rows], fontsize=7)
+    axes.invert_yaxis()
+    axes.set_xlabel("TFLOP/s")
+    axes.set_title(title, fontsize=10)
+    axes.grid(True, axis="x", alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return True
+
+
+PAGE_STYLE = """body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;font-size:13px;
+margin-bottom:1em}th,td{border:1px solid #ccc;padding:3px 7px}td{text-align:right}td:first-child{text-align:left}
+thead th{background:#f0f0f0}img{max-width:100%}"""
+
+
+def _runs_lines(runs: list[GpuRun]) -> list[str]:
+    lines = []
+    for run in runs:
+        facts = ", ".join(part for part in (
+            f"compute capability {run.gpu.compute_capability / 10:.1f}" if run.gpu.compute_capability else "",
+            f"{run.gpu.sm_count} SMs" if run.gpu.sm_count else "",
+            f"max SM clock {run.gpu.max_sm_clock_mhz:.0f} MHz" if run.gpu.max_sm_clock_mhz else "") if part)
+        lines.append(f"{run.gpu.name} (asv machine `{run.machine}`, commit {run.commit[:12]}" +
+                     (f"; {facts}" if facts else "; SM count and max clock not recorded: % peak left out") + ")")
+    return lines
+
+
+NOTES = ("% cuBLAS: against that GPU's own cuBLAS at the same size and precision. % peak: against the dense FP32 "
+         "(FP16: tensor-core, FP32 accumulate) rate of that GPU at its maximum SM clock. SM MHz: the median SM clock "
+         "over the timed samples.")
+
+
+def write_cross_gpu(out_dir: Path, runs: list[GpuRun], kernels: dict[str, Kernel], size: int,
+                    header: list[str]) -> list[Path]:
+    """README.md, index.html (a page for the site), a PNG per precision and points.json; returns what was written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    title = f"GEMM kernels across GPUs, {size}x{size}x{size}"
+    markdown = [f"# {title}", "", *(f"- {line}" for line in header), *(f"- {line}" for line in _runs_lines(runs)),
+                "", NOTES, ""]
+    page = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{PAGE_STYLE}</style></head><body>", '<p><a href="../index.html">&larr; benchmark history</a></p>',
+            f"<h1>{html.escape(title)}</h1><ul>",
+            *(f"<li>{html.escape(line)}</li>" for line in [*header, *_runs_lines(runs)]),
+            f"</ul><p>{html.escape(NOTES)}</p>"]
+    written = []
+    for precision in PRECISIONS:
+        rows = table(precision, size, runs, kernels)
+        if not rows:
+            continue
+        markdown += [f"## {precision.upper()}", "", markdown_table(rows, runs), ""]
+        page += [f"<h2>{precision.upper()}</h2>", html_table(rows, runs)]
+        png = out_dir / f"{precision}.png"
+        if plot(png, f"{precision.upper()} TFLOP/s at {size}x{size}x{size}", rows, runs):
+            markdown += [f"![{precision.upper()} TFLOP/s per GPU]({png.name})", ""]
+            page.append(f'<p><img src="{png.name}" alt="{precision.upper()} TFLOP/s per GPU"></p>')
+            written.append(png)
+    page.append("</body></html>")
+    readme, index, data = out_dir / "README.md", out_dir / "index.html", out_dir / "points.json"
+    readme.write_text("\n".join(markdown))
+    index.write_text("\n".join(page) + "\n")
+    data.write_text(json.dumps([{"machine": run.machine, "commit": run.commit, "gpu": asdict(run.gpu),
+                                 "points": [asdict(p) for p in run.points]} for run in runs], indent=1))
+    return [readme, index, data, *written]
