@@ -93,7 +93,10 @@ def run_continuous(config: Path, machine: str, base: str, head: str, cases: list
         command += ["--bench", case.pattern()]
     print(f"sgemm gate: asv continuous over {len(cases)} cases x {len(GATE_METHODS)} tracks, {rounds} rounds",
           file=sys.stderr)
-    return subprocess.run([*command, base, head], cwd=repo, stdout=sys.stderr).returncode
+    # asv turns ASV_PYTHONPATH into PYTHONPATH for a virtualenv's processes, and its benchmark runner then removes
+    # those paths from sys.path, even where the environment's .pth file (SGEMM_CUDA_SITE) had put them.
+    env = {key: value for key, value in os.environ.items() if key != "ASV_PYTHONPATH"}
+    return subprocess.run([*command, base, head], cwd=repo, env=env, stdout=sys.stderr).returncode
 
 
 def _results_at(results_dir: Path, machine: str, commit: str):
