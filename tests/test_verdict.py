@@ -47,3 +47,11 @@ def test_threshold_patterns_last_match_wins():
     assert threshold_for("fp16/mma_naive", 0.02, patterns) == 0.10
     result = compare("case", side(1e-3, seed=1), side(1.03e-3, seed=2), threshold_for("fp16/x", 0.02, patterns))
     assert result.verdict is Verdict.SAME
+
+
+def test_the_significance_test_stays_fast_on_tens_of_thousands_of_samples():
+    # asv's test is quadratic in the samples: unthinned, 40,000 a side would take minutes. Correctness, not speed,
+    # is what is asserted: the verdict on a large, clear difference.
+    before, after = side(1e-3, n=40_000, seed=1), side(1.05e-3, n=40_000, seed=2)
+    result = compare("case", before, after, 0.02)
+    assert result.significant and result.verdict is Verdict.REGRESSION
