@@ -1,0 +1,451 @@
+"""Post-process the static site that `asv publish` writes: make it self-contained, and link other pages from it.
+
+asv 0.6.6's index.html loads jQuery, flot and its plugins, stupidtable, blueimp-md5 and bootstrap (script, style
+sheet, and through the style sheet bootstrap's glyphicon fonts) from three CDNs; when any of them fails to load, the
+page sends the reader to error.html. `vendor_assets` fetches the same libraries from the npm registry (or from a
+folder of their tarballs, for machines without internet), checks each tarball against the integrity the registry
+publishes for it, copies the files the page needs to `vendor/<package>-<version>/` beside the HTML, and points the
+HTML there. The site then needs nothing but the HTTP server that serves it.
+
+`asv publish` deletes and rewrites its output directory, so run this after every publish.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import http.client
+import io
+import json
+import os
+import posixpath
+import re
+import tarfile
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["CDN_ASSETS", "NPM_REGISTRY", "PACKAGES", "Asset", "SiteError", "Vendored", "add_nav_link", "fill_cache",
+           "sri", "sri_matches", "tarball_name", "tarball_url", "vendor_assets", "vendored_path"]
+
+NPM_REGISTRY = "https://registry.npmjs.org"
+VENDOR_DIR = "vendor"
+
+
+@dataclass(frozen=True)
+class Asset:
+    """One file a page loads from a CDN, and where the same file lives in an npm package's tarball."""
+
+    url: str  # as it appears in the HTML
+    package: str  # npm package name
+    version: str
+    path: str  # inside the tarball, below its top folder ("package/")
+    also: tuple[str, ...] = ()  # files of the same package that `path` loads by relative URL
+    note: str = ""  # why the vendored file is not the CDN's, where it is not
+
+
+# The registry's dist.integrity of each tarball (https://registry.npmjs.org/<package>/<version>), pinned: a tarball
+# from the network must match both this and what the registry says today, one from a cache folder must match this.
+PACKAGES: dict[tuple[str, str], str] = {
+    ("jquery", "3.3.1"):
+        "sha512-Ubldcmxp5np52/ENotGxlLe6aGMvmF4R8S6tZjsP6Knsaxd/xp3Zrh50cG93lR6nPXyUFwzN3ZSOQI0wRJNdGg==",
+    ("flot", "0.8.3"):
+        "sha512-xg2otcTJDvS+ERK+my4wxG/ASq90QURXtoM4LhacCq0jQW2jbyjdttbRNqU2cPykrpMvJ6b2uSp6SAgYAzj9tQ==",
+    ("flot-orderbars", "1.0.0"):
+        "sha512-Jv51fvzevUjNXEeozpwEKfPjhiZhfiJddv0WHjduUTCmSF+7T5K7C9c9Y1wIVmUhDBv5fLMjgbwKecT0GIKPZA==",
+    ("stupid-table-plugin", "1.1.3"):
+        "sha512-2Vk7XouQPxUQPRe9w0Fu7ZZ8kHLK7rDoLMsCgtKxRNJ7f4dSOGvW9CkHsq5wD6QsaEnWoyLBYH3xOEsrK3yWBg==",
+    ("blueimp-md5", "2.19.0"):
+        "sha512-DRQrD6gJyy8FbiE4s+bDoXS9hiW3Vbx5uCdwvcCf3zLHL+Iv7LtGHLpr+GZV8rHG8tK766FGYBwRbu8pELTt+w==",
+    ("bootstrap", "3.1.1"):
+        "sha512-TAzqS8E/ISpVHP29gYhy+1NSV+FJwApDVQhDfgLYsIuUDJiqJzH2DfORN5tiu+Ie2iBLrzEG34t4Rf465cigqg==",
+}
+
+_CDNJS = "https://cdnjs.cloudflare.com/ajax/libs"
+_FLOT_MINIFIED = "cdnjs minified flot itself; the npm package has only the readable source of the same release"
+_GLYPHICONS = tuple(f"dist/fonts/glyphicons-halflings-regular.{ext}" for ext in ("eot", "svg", "ttf", "woff"))
+
+# Every CDN file asv 0.6.6's pages load. A page that loads a CDN file missing here is refused, never half-vendored.
+CDN_ASSETS: tuple[Asset, ...] = (
+    Asset("https://code.jquery.com/jquery-3.3.1.min.js", "jquery", "3.3.1", "dist/jquery.min.js"),
+    Asset(f"{_CDNJS}/flot/0.8.3/jquery.flot.min.js", "flot", "0.8.3", "jquery.flot.js", note=_FLOT_MINIFIED),
+    Asset(f"{_CDNJS}/flot/0.8.3/jquery.flot.time.min.js", "flot", "0.8.3", "jquery.flot.time.js",
+          note=_FLOT_MINIFIED),
+    Asset(f"{_CDNJS}/flot/0.8.3/jquery.flot.selection.min.js", "flot", "0.8.3", "jquery.flot.selection.js",
+          note=_FLOT_MINIFIED),
+    Asset(f"{_CDNJS}/flot/0.8.3/jquery.flot.categories.min.js", "flot", "0.8.3", "jquery.flot.categories.js",
+          note=_FLOT_MINIFIED),
+    Asset("https://cdn.jsdelivr.net/npm/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js", "flot-orderbars", "1.0.0",
+          "js/jquery.flot.orderBars.js"),
+    Asset(f"{_CDNJS}/stupidtable/1.0.1/stupidtable.min.js", "stupid-table-plugin", "1.1.3", "stupidtable.min.js",
+          note="the npm registry has no 1.0.1 of this plugin, only 1.1.3, which keeps everything asv calls: "
+               "$.fn.stupidtable(sortFns), $th.stupidsort(direction) and the aftertablesort event"),
+    Asset(f"{_CDNJS}/blueimp-md5/2.19.0/js/md5.min.js", "blueimp-md5", "2.19.0", "js/md5.min.js"),
+    Asset("https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/js/bootstrap.min.js", "bootstrap", "3.1.1",
+          "dist/js/bootstrap.min.js"),
+    Asset("https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css", "bootstrap", "3.1.1",
+          "dist/css/bootstrap.min.css", also=_GLYPHICONS),
+)
+
+_LICENSE_FILE = re.compile(r"(?i)(licen[cs]e|copying)(\.[a-z]+)?")
+
+
+class SiteError(RuntimeError):
+    """The site cannot be processed as asked; the message says why and what to do. No HTML was changed."""
+
+
+@dataclass(frozen=True)
+class Vendored:
+    """A tag that now loads a vendored file instead of a CDN's."""
+
+    page: str  # the HTML file, relative to the site's root
+    url: str  # what it loaded before
+    path: str  # what it loads now, relative to the site's root
+    package: str
+    version: str
+    # "kept": the CDN's hash verifies the vendored file; "replaced": it now holds the vendored file's own hash;
+    # "none": the tag had no integrity attribute.
+    integrity: str
+
+
+def vendored_path(asset: Asset, path: str | None = None) -> str:
+    """Where `path` (by default the asset's own file) of the asset's package lies, relative to the site's root."""
+    return posixpath.join(VENDOR_DIR, f"{asset.package}-{asset.version}", path or asset.path)
+
+
+def tarball_name(package: str, version: str) -> str:
+    """The file name npm gives a package's tarball (a scoped package's name loses its scope)."""
+    return f"{package.rsplit('/', 1)[-1]}-{version}.tgz"
+
+
+def tarball_url(package: str, version: str, registry: str = NPM_REGISTRY) -> str:
+    return f"{registry.rstrip('/')}/{package}/-/{tarball_name(package, version)}"
+
+
+# --- Subresource integrity -------------------------------------------------------------------------------------
+
+_SRI_ALGORITHMS = {"sha256": hashlib.sha256, "sha384": hashlib.sha384, "sha512": hashlib.sha512}
+
+
+def sri(data: bytes, algorithm: str = "sha512") -> str:
+    """The subresource-integrity string of `data` (also npm's dist.integrity format)."""
+    return f"{algorithm}-{base64.b64encode(_SRI_ALGORITHMS[algorithm](data).digest()).decode()}"
+
+
+def sri_matches(integrity: str, data: bytes) -> bool:
+    """Whether a browser would accept `data` under this integrity attribute: among the hashes in the strongest
+    algorithm the attribute names, one must match. An attribute with no hash it knows accepts anything."""
+    hashes: dict[str, set[str]] = {}
+    for token in integrity.split():
+        algorithm, _, digest = token.partition("-")
+        if algorithm in _SRI_ALGORITHMS and digest:
+            hashes.setdefault(algorithm, set()).add(digest.split("?", 1)[0])
+    if not hashes:
+        return True
+    strongest = max(hashes, key=list(_SRI_ALGORITHMS).index)
+    return sri(data, strongest).partition("-")[2] in hashes[strongest]
+
+
+# --- Reading and editing tags ----------------------------------------------------------------------------------
+
+_TAG = re.compile(r"<(script|link)\b[^>]*>", re.IGNORECASE)
+# Link relations through which a page loads what the link points at (a feed or a canonical link loads nothing).
+_LOADING_RELS = {"stylesheet", "icon", "preload", "modulepreload", "prefetch", "manifest"}
+
+
+def _attribute(name: str) -> re.Pattern:
+    return re.compile(rf"""(\s{name}\s*=\s*)("([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.IGNORECASE)
+
+
+_SRC, _HREF, _REL, _INTEGRITY = (_attribute(name) for name in ("src", "href", "rel", "integrity"))
+
+
+def _value(pattern: re.Pattern, tag: str) -> str | None:
+    match = pattern.search(tag)
+    if match is None:
+        return None
+    return html.unescape(next(group for group in match.groups()[2:] if group is not None))
+
+
+def _set_value(pattern: re.Pattern, tag: str, value: str) -> str:
+    return pattern.sub(lambda match: f'{match.group(1)}"{html.escape(value)}"', tag, count=1)
+
+
+@dataclass(frozen=True)
+class _Tag:
+    start: int
+    end: int
+    text: str
+    url_attribute: re.Pattern
+    url: str
+
+
+def _resource_tags(text: str) -> list[_Tag]:
+    """The script and link tags of a page through which it loads a file."""
+    tags = []
+    for match in _TAG.finditer(text):
+        tag = match.group(0)
+        if match.group(1).lower() == "script":
+            attribute = _SRC
+        else:
+            rels = set((_value(_REL, tag) or "").lower().split())
+            if not rels & _LOADING_RELS:
+                continue
+            attribute = _HREF
+        url = _value(attribute, tag)
+        if url:
+            tags.append(_Tag(match.start(), match.end(), tag, attribute, url))
+    return tags
+
+
+def _is_external(url: str) -> bool:
+    return url.startswith("//") or urllib.parse.urlsplit(url).scheme.lower() in {"http", "https"}
+
+
+# --- Tarballs --------------------------------------------------------------------------------------------------
+
+
+class _Offline(Exception):
+    pass
+
+
+def _download(url: str, timeout: float) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.read()
+    except urllib.error.HTTPError as exc:
+        raise SiteError(f"{url}: the registry answered {exc.code} {exc.reason}") from exc
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+        raise _Offline(f"{url}: {getattr(exc, 'reason', exc)}") from exc
+
+
+def _write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.chmod(temporary, 0o644 if mode is None else mode)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _fetch(package: str, version: str, cache_dir: Path | None, registry: str, timeout: float) -> bytes:
+    """The package's tarball, from the cache folder when it holds it, else from the registry (then cached)."""
+    pinned = PACKAGES[(package, version)]
+    name = tarball_name(package, version)
+    if cache_dir is not None and (cache_dir / name).is_file():
+        data = (cache_dir / name).read_bytes()
+        if not sri_matches(pinned, data):
+            raise SiteError(f"{cache_dir / name}: not the npm registry's tarball of {package} {version} (its "
+                            f"integrity is {sri(data)}, the registry's is {pinned}); delete the file, then fetch it "
+                            f"again from {tarball_url(package, version)}")
+        return data
+    metadata_url = f"{registry.rstrip('/')}/{package}/{version}"
+    try:
+        published = json.loads(_download(metadata_url, timeout))["dist"]["integrity"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SiteError(f"{metadata_url}: not the registry's description of {package} {version} ({exc})") from exc
+    if published != pinned:
+        raise SiteError(f"{metadata_url}: the registry now publishes integrity {published} for {package} {version}, "
+                        f"not the {pinned} pinned in sgemm/site.py; find out why before trusting either")
+    data = _download(tarball_url(package, version, registry), timeout)
+    if not sri_matches(pinned, data):
+        raise SiteError(f"{tarball_url(package, version, registry)}: the download does not match the registry's "
+                        f"integrity {pinned} for {package} {version}")
+    if cache_dir is not None:
+        _write_atomic(cache_dir / name, data)
+    return data
+
+
+def _fetch_all(needed: list[tuple[str, str]], cache_dir: Path | None, registry: str,
+               timeout: float) -> dict[tuple[str, str], bytes]:
+    """Every tarball in `needed`, or a SiteError naming each package that could not be had and what to do."""
+    tarballs, missing, reason = {}, [], None
+    for package, version in needed:
+        if reason is not None and not (cache_dir and (cache_dir / tarball_name(package, version)).is_file()):
+            missing.append((package, version))  # the registry is out of reach: do not wait for it again
+            continue
+        try:
+            tarballs[(package, version)] = _fetch(package, version, cache_dir, registry, timeout)
+        except _Offline as exc:
+            reason = str(exc)
+            missing.append((package, version))
+    if missing:
+        lines = "\n".join(f"  {package} {version}: {tarball_url(package, version)}" for package, version in missing)
+        where = f"the cache folder {cache_dir}" if cache_dir is not None else "a folder passed as cache_dir"
+        raise SiteError(f"cannot reach the npm registry ({reason}), and these packages are not in a cache folder:\n"
+                        f"{lines}\nRun where {registry} can be reached, or download those tarballs where it can "
+                        f"(sgemm.site.fill_cache does) and put them into {where}. No page was changed.")
+    return tarballs
+
+
+def _package_files(package: str, version: str, data: bytes) -> dict[str, bytes]:
+    """The regular files of an npm tarball by their path below its top folder."""
+    files = {}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+        for member in archive.getmembers():
+            if member.isfile() and "/" in member.name:
+                files[member.name.split("/", 1)[1]] = archive.extractfile(member).read()
+    if not files:
+        raise SiteError(f"the tarball of {package} {version} holds no files")
+    return files
+
+
+def fill_cache(cache_dir: str | os.PathLike, registry: str = NPM_REGISTRY, timeout: float = 60) -> list[Path]:
+    """Download every tarball the site needs into `cache_dir` (those already there are checked, not downloaded):
+    run it where the registry can be reached, and copy the folder to where it cannot. Returns their paths."""
+    cache = Path(cache_dir)
+    _fetch_all(sorted(PACKAGES), cache, registry, timeout)
+    return [cache / tarball_name(package, version) for package, version in sorted(PACKAGES)]
+
+
+# --- The site ---------------------------------------------------------------------------------------------------
+
+
+def _key_asset(key: tuple[str, str]) -> Asset:
+    return next(asset for asset in CDN_ASSETS if (asset.package, asset.version) == key)
+
+
+def _pages(html_dir: Path) -> list[Path]:
+    return sorted(page for page in html_dir.rglob("*.html")
+                  if VENDOR_DIR not in page.relative_to(html_dir).parts[:1])
+
+
+def _relative_url(target: str, page: Path, html_dir: Path) -> str:
+    """`target` (a path relative to the site's root) as a URL relative to `page`."""
+    start = page.parent.relative_to(html_dir).as_posix()
+    return posixpath.relpath(target, start)
+
+
+def vendor_assets(html_dir: str | os.PathLike, cache_dir: str | os.PathLike | None = None, *,
+                  registry: str = NPM_REGISTRY, timeout: float = 60) -> list[Vendored]:
+    """Make the site in `html_dir` (what `asv publish` wrote) load every library from `html_dir/vendor/`.
+
+    Tarballs come from `cache_dir` where it holds them, else from `registry` (and are then saved into `cache_dir`).
+    Every tarball is had and checked, and every vendored file written, before any page is changed; anything
+    missing raises SiteError with the pages untouched. A second run changes nothing. Returns the tags rewritten.
+    """
+    root = Path(html_dir)
+    pages = _pages(root) if root.is_dir() else []
+    if not pages:
+        raise SiteError(f"{root}: no HTML pages here; run `asv publish` first")
+    cache = Path(cache_dir) if cache_dir is not None else None
+    by_url = {asset.url: asset for asset in CDN_ASSETS}
+    by_path = {vendored_path(asset): asset for asset in CDN_ASSETS}
+
+    texts: dict[Path, str] = {}
+    to_rewrite: list[tuple[Path, _Tag, Asset]] = []
+    in_use: dict[str, Asset] = {}  # vendored files the pages load, by path: CDN tags to rewrite, and local ones
+    damaged: set[str] = set()
+    unknown = []
+    for page in pages:
+        texts[page] = text = page.read_bytes().decode("utf-8")
+        for tag in _resource_tags(text):
+            if tag.url in by_url:
+                to_rewrite.append((page, tag, by_url[tag.url]))
+                in_use[vendored_path(by_url[tag.url])] = by_url[tag.url]
+            elif _is_external(tag.url):
+                unknown.append(f"  {page.relative_to(root)}: {tag.url}")
+            else:
+                local = posixpath.normpath(posixpath.join(page.parent.relative_to(root).as_posix(),
+                                                          urllib.parse.urlsplit(tag.url).path))
+                if local in by_path:
+                    asset = by_path[local]
+                    integrity = _value(_INTEGRITY, tag.text)
+                    if integrity and (root / local).is_file() and \
+                            not sri_matches(integrity, (root / local).read_bytes()):
+                        damaged.add(local)  # written again below, from its tarball
+                    in_use[local] = asset
+    if unknown:
+        raise SiteError("these pages load files from the internet that sgemm.site does not know how to vendor "
+                        "(add them to CDN_ASSETS):\n" + "\n".join(unknown))
+
+    wanted: dict[tuple[str, str], set[str]] = {}
+    for asset in in_use.values():
+        wanted.setdefault((asset.package, asset.version), set()).update((asset.path, *asset.also))
+    needed = sorted(key for key, paths in wanted.items()
+                    if any(vendored_path(_key_asset(key), path) in damaged
+                           or not (root / vendored_path(_key_asset(key), path)).is_file() for path in paths))
+    tarballs = _fetch_all(needed, cache, registry, timeout)
+
+    # Every file read and checked, then every file written, then the pages.
+    writes: dict[Path, bytes] = {}
+    for (package, version), data in tarballs.items():
+        files = _package_files(package, version, data)
+        absent = sorted(path for path in wanted[(package, version)] if path not in files)
+        if absent:
+            raise SiteError(f"the npm tarball of {package} {version} has no {', '.join(absent)}; fix its entry in "
+                            f"CDN_ASSETS. No page was changed.")
+        licenses = [path for path in files if "/" not in path and _LICENSE_FILE.fullmatch(path)]
+        for path in sorted(wanted[(package, version)]) + licenses:
+            writes[root / vendored_path(_key_asset((package, version)), path)] = files[path]
+    for target, data in writes.items():
+        if not target.is_file() or target.read_bytes() != data:
+            _write_atomic(target, data)
+
+    done = []
+    for page in pages:
+        text = texts[page]
+        edits = [(tag, asset) for where, tag, asset in to_rewrite if where == page]
+        for tag, asset in reversed(edits):  # from the end, so that earlier offsets stay right
+            path = vendored_path(asset)
+            rewritten = _set_value(tag.url_attribute, tag.text, _relative_url(path, page, root))
+            integrity = _value(_INTEGRITY, tag.text)
+            if integrity is None:
+                outcome = "none"
+            elif sri_matches(integrity, (root / path).read_bytes()):
+                # The registry's file is byte for byte what the CDN served: the CDN's hash still vouches for it.
+                outcome = "kept"
+            else:
+                # A legitimately different file (see the asset's note): keep an integrity check, of the vendored
+                # file itself, rather than drop the attribute, so that a vendored file edited later fails loudly.
+                rewritten = _set_value(_INTEGRITY, rewritten, sri((root / path).read_bytes()))
+                outcome = "replaced"
+            text = text[:tag.start] + rewritten + text[tag.end:]
+            done.append(Vendored(page.relative_to(root).as_posix(), tag.url, path, asset.package, asset.version,
+                                 outcome))
+        if text != texts[page]:
+            _write_atomic(page, text.encode("utf-8"), page.stat().st_mode & 0o777)
+    return sorted(done, key=lambda item: (item.page, item.url))
+
+
+# --- Navigation -------------------------------------------------------------------------------------------------
+
+_NAVBAR = re.compile(r'<ul\s+class="nav navbar-nav navbar-left"\s*>')
+
+
+def add_nav_link(html_dir: str | os.PathLike, href: str, label: str) -> bool:
+    """Add a link to `href` (relative to the site's root, e.g. "gpus/index.html"), shown as `label`, to the navbar
+    of the site's index.html, after asv's own pages. A link to the same href is updated, not added twice. Returns
+    whether the page changed."""
+    index = Path(html_dir) / "index.html"
+    try:
+        text = index.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise SiteError(f"{index}: cannot read the site's index page ({exc}); run `asv publish` first") from exc
+    navbar = _NAVBAR.search(text)
+    end = text.find("</ul>", navbar.end()) if navbar else -1
+    if end < 0:
+        raise SiteError(f"{index}: no asv navbar (<ul class=\"nav navbar-nav navbar-left\">) to add a link to")
+    item = f'<li class="sgemm-nav-link"><a href="{html.escape(href)}">{html.escape(label)}</a></li>'
+    existing = re.compile(rf'<li class="sgemm-nav-link"><a href="{re.escape(html.escape(href))}">.*?</a></li>')
+    navbar_text = text[navbar.end():end]
+    if existing.search(navbar_text):
+        updated = existing.sub(lambda _: item, navbar_text, count=1)
+    else:
+        title = navbar_text.find('<li id="nav-li-graphdisplay"')  # asv's graph title: keep it last
+        if title >= 0:
+            updated = navbar_text[:title] + item + "\n        " + navbar_text[title:]
+        else:
+            updated = navbar_text.rstrip() + "\n        " + item + "\n      "
+    if updated == navbar_text:
+        return False
+    _write_atomic(index, (text[:navbar.end()] + updated + text[end:]).encode("utf-8"), index.stat().st_mode & 0o777)
+    return True
