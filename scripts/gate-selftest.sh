@@ -7,6 +7,7 @@
 # PIP_FIND_LINKS). Exit 0 when every run ended as expected.
 # Usage: scripts/gate-selftest.sh [OUTPUT_DIR]      (default ./gate-selftest)
 #   SELFTEST_SLOWER=0   skip the slowdown run;  SELFTEST_DOCS_RUNS=N   documentation-only runs (default 3)
+#   SELFTEST_GATE_ARGS="--size 1024 --size 2048"   more arguments for every `sgemm gate` (word-split)
 set -uo pipefail
 out=$(realpath -m "${1:-gate-selftest}")
 mkdir -p "$out"
@@ -33,7 +34,8 @@ gate() {  # name, expected exit status, base, head
     local name=$1 expected=$2 status
     git checkout -q "$4"
     SECONDS=0
-    python3 -m sgemm gate "$3" "$4" --report "$out/$name.md" > /dev/null 2> "$out/$name.log"
+    # shellcheck disable=SC2086  # word-split on purpose: several arguments in one variable
+    python3 -m sgemm gate "$3" "$4" ${SELFTEST_GATE_ARGS:-} --report "$out/$name.md" > /dev/null 2> "$out/$name.log"
     status=$?
     echo "$name: exit $status (expected $expected), ${SECONDS} s, $(grep -c '^| .* | [A-Z*]* | ' "$out/$name.md") cases"
     # Every case whose verdict is not SAME (its name and verdict)

@@ -9,6 +9,8 @@ out=$(realpath -m "${1:-gpu-check}")
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
+# asv's benchmark processes see ASV_PYTHONPATH, not PYTHONPATH: this checkout's package, where it is not installed.
+export ASV_PYTHONPATH="$PWD${ASV_PYTHONPATH:+:$ASV_PYTHONPATH}"
 status=0
 step() { echo "== $* ($(date -u +%H:%M:%S))"; "$@"; }
 

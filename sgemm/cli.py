@@ -203,7 +203,9 @@ def cmd_gate(args) -> int:
     missing = [name for name in selection.kernels if name not in kernels]
     sizes = args.size or catalogue.default_sizes(path)
     sweep_kernels, sweep_shapes = catalogue.sweep(path)
-    cases = cases_for(tuple(n for n in selection.kernels if n in kernels), sizes, sweep_kernels, sweep_shapes)
+    controls = tuple(name for name, why in selection.reasons.items() if why == "control")
+    cases = cases_for(tuple(n for n in selection.kernels if n in kernels), sizes, sweep_kernels, sweep_shapes,
+                      controls)
     why = selection.everything or "; ".join(f"{name}: {reason}" for name, reason in selection.reasons.items())
     print(f"sgemm gate: {base[:12]} -> {head[:12]}: {len(cases)} cases of {len(selection.kernels)} kernels ({why})",
           file=sys.stderr)

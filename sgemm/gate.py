@@ -64,13 +64,17 @@ class CaseKey:
 
 
 def cases_for(kernels: tuple[str, ...], sizes: list[int], sweep_kernels: list[str],
-              sweep_shapes: list[tuple[int, int, int]]) -> list[CaseKey]:
-    """Every case of the suite that measures one of these kernels."""
+              sweep_shapes: list[tuple[int, int, int]], controls: tuple[str, ...] = ()) -> list[CaseKey]:
+    """Every case of the suite that measures one of these kernels; the controls at the square sizes only.
+
+    A control says whether the box moved between the two commits' runs: its square sizes show that, and measuring
+    it again across the shape sweep would lengthen every gate for no further evidence.
+    """
     cases = []
     for name in kernels:
         precision, family = name.split("/", 1)
         cases += [CaseKey("Gemm", (family, size, precision)) for size in sizes]
-        if name in sweep_kernels:
+        if name in sweep_kernels and name not in controls:
             cases += [CaseKey("GemmShapes", (name, "x".join(map(str, shape)))) for shape in sweep_shapes]
     return cases
 

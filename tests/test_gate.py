@@ -153,6 +153,10 @@ def test_cases_cover_the_suite_classes_that_run_a_kernel():
     assert [c.label for c in cases] == ["fp32/naive 1024x1024x1024", "fp32/naive 2048x2048x2048",
                                         "fp32/naive 64x32x16 (shape sweep)", "fp16/cublas 1024x1024x1024",
                                         "fp16/cublas 2048x2048x2048"]
+    controls = cases_for(("fp32/naive", "fp32/cublas"), [1024], ["fp32/naive", "fp32/cublas"], [(64, 32, 16)],
+                         controls=("fp32/cublas",))
+    assert [c.label for c in controls] == ["fp32/naive 1024x1024x1024", "fp32/naive 64x32x16 (shape sweep)",
+                                           "fp32/cublas 1024x1024x1024"]
 
 
 def side(time_s, clock=1980.0, throttled=0.0):
@@ -198,9 +202,8 @@ def test_cli_gate_lists_the_cases_a_change_selects(tmp_path):
     done = subprocess.run([sys.executable, "-m", "sgemm", "gate", head, head, "--repo", str(root), "--dry-run",
                            "--size", "1024"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    # No change: only the cuBLAS controls, at the one size asked for and the sweep's shapes.
-    assert done.stdout.splitlines()[:2] == ["fp32/cublas 1024x1024x1024", "fp32/cublas 256x1024x1024 (shape sweep)"]
-    assert "fp16/cublas 1024x1024x1024" in done.stdout
+    # No change: only the cuBLAS controls, at the one size asked for (controls skip the shape sweep).
+    assert done.stdout.splitlines() == ["fp32/cublas 1024x1024x1024", "fp16/cublas 1024x1024x1024"]
     assert main(["gate", "no-such-commit", head, "--repo", str(root), "--dry-run"]) == EXIT_UNDECIDED
     with pytest.raises(SystemExit) as bad:
         main(["gate", head, head, "--threshold-for", "fp16/*", "--dry-run"])
