@@ -90,9 +90,15 @@ class Outcome:
 
 def run_continuous(config: Path, machine: str, base: str, head: str, cases: list[CaseKey], rounds: int,
                    repo: Path) -> int:
-    """`asv continuous` over exactly these cases; its output goes to stderr. Returns asv's exit status."""
+    """`asv continuous` over exactly these cases; its output goes to stderr. Returns asv's exit status.
+
+    `--no-stats`: asv's own comparison table would run its Mann-Whitney test on every recorded sample, which is
+    quadratic (NVBench records ~55,000 samples a round of a 9 us kernel: hours per case). The verdict runs the same
+    test on a thinned set of them instead (sgemm.verdict).
+    """
     command = [sys.executable, "-m", "asv", "continuous", "--config", str(config), "--machine", machine,
-               "--interleave-rounds", "--attribute", f"rounds={rounds}", "--record-samples", "--show-stderr"]
+               "--interleave-rounds", "--attribute", f"rounds={rounds}", "--record-samples", "--show-stderr",
+               "--no-stats"]
     for case in cases:
         command += ["--bench", case.pattern()]
     print(f"sgemm gate: asv continuous over {len(cases)} cases x {len(GATE_METHODS)} tracks, {rounds} rounds",
