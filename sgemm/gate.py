@@ -7,7 +7,8 @@ what asv recorded, judges every case (sgemm.verdict), measures the AMBIGUOUS one
 report.
 
 Exit status: 0 no regression; 1 at least one REGRESSION; 2 the gate could not decide (asv or a benchmark failed,
-nothing could be measured here, or a case stayed AMBIGUOUS after being measured again).
+nothing could be measured here, a case stayed AMBIGUOUS after being measured again, or a cuBLAS control got
+slower, so that the box rather than the change may have moved).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class CaseKey:
 
     @property
     def label(self) -> str:
+        """The case as the report names it: the kernel's name, then its shape."""
         if self.benchmark == "Gemm":
             size = self.params[1]
             return f"{self.kernel} {size}x{size}x{size}"
@@ -183,13 +185,33 @@ class GateResult:
     problems: list[str]  # why the gate could not decide, beyond the cases themselves
 
     @property
+    def moved_controls(self) -> list[Comparison]:
+        """Control cases (cuBLAS, which no change can touch) that read slower at head: the box moved."""
+        controls = {name for name, why in self.selection.reasons.items() if why == "control"}
+        return [c for c in self.comparisons if c.verdict is Verdict.REGRESSION and _kernel(c) in controls]
+
+    @property
     def exit_status(self) -> int:
         verdicts = {c.verdict for c in self.comparisons}
-        if Verdict.REGRESSION in verdicts:
+        # A kernel's regression counts unless its precision's control slowed too: then the box, not the change,
+        # may have moved, and the gate cannot tell which.
+        moved = {_precision(c) for c in self.moved_controls}
+        if any(c.verdict is Verdict.REGRESSION and c not in self.moved_controls and _precision(c) not in moved
+               for c in self.comparisons):
             return EXIT_REGRESSION
+        if moved:
+            return EXIT_UNDECIDED
         if Verdict.AMBIGUOUS in verdicts or self.outcome.failed or self.problems or not self.comparisons:
             return EXIT_UNDECIDED
         return EXIT_PASS
+
+
+def _kernel(comparison: Comparison) -> str:
+    return comparison.case.split(" ", 1)[0]  # a case's label starts with its kernel's name (CaseKey.label)
+
+
+def _precision(comparison: Comparison) -> str:
+    return _kernel(comparison).split("/", 1)[0]
 
 
 def judge(outcome: Outcome, default_threshold: float, patterns: list[tuple[str, float]]) -> list[Comparison]:
@@ -281,6 +303,10 @@ def markdown(result: GateResult, gpu_line: str, threshold: float, patterns: list
         lines.append(f"- Removed at head (nothing to compare): {', '.join(selection.removed)}")
     for problem in result.problems:
         lines.append(f"- **Could not decide:** {problem}")
+    for control in result.moved_controls:
+        lines.append(f"- **The box moved:** the control {control.case} reads {control.ratio:.3f}x the base's time, "
+                     f"though no change can touch it: {_precision(control).upper()} regressions are not "
+                     "attributed to the change")
     lines += ["", "| case | before | after | ratio | SM clock before → after | ratio at equal clock | verdict | why |",
               "|---|---:|---:|---:|---:|---:|---|---|"]
     for c in sorted(result.comparisons, key=lambda c: (_ORDER[c.verdict], c.case)):

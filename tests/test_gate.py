@@ -187,6 +187,28 @@ def test_report_names_the_gpu_the_verdicts_and_writes_the_job_summary(tmp_path, 
     assert summary.read_text() == "earlier step\n" + text + "\n"
 
 
+def test_a_slower_control_means_the_box_moved_not_the_change():
+    slower, same = (side(1e-3), side(1.05e-3)), (side(1e-3), side(1e-3))
+    selection = Selection(("fp32/naive", "fp32/cublas", "fp16/mma", "fp16/cublas"),
+                          {"fp32/naive": "kernels/fp32_naive.cu changed", "fp32/cublas": "control",
+                           "fp16/mma": "kernels/fp16_mma.cu changed", "fp16/cublas": "control"})
+
+    def result(**cases):
+        comparisons = [compare(f"{name} 4096x4096x4096", *pair, 0.02) for name, pair in cases.items()]
+        return GateResult("a" * 40, "b" * 40, "m", selection, 2, comparisons, Outcome(), [], [])
+
+    moved = result(**{"fp32/naive": slower, "fp32/cublas": slower, "fp16/mma": same, "fp16/cublas": same})
+    assert [c.case for c in moved.moved_controls] == ["fp32/cublas 4096x4096x4096"]
+    assert moved.exit_status == EXIT_UNDECIDED
+    assert "**The box moved:** the control fp32/cublas 4096x4096x4096 reads 1.050x" in \
+        markdown(moved, "gpu", 0.02, [])
+    # A regression in the other precision, whose control held still, is the change's.
+    other = result(**{"fp32/naive": same, "fp32/cublas": slower, "fp16/mma": slower, "fp16/cublas": same})
+    assert other.exit_status == EXIT_REGRESSION
+    assert result(**{"fp32/naive": slower, "fp32/cublas": same}).exit_status == EXIT_REGRESSION
+    assert result(**{"fp32/naive": same, "fp32/cublas": same}).exit_status == EXIT_PASS
+
+
 def test_nothing_compared_is_undecided():
     result = GateResult("a" * 40, "b" * 40, "m", Selection(()), 2, [], Outcome(), [], [])
     assert result.exit_status == EXIT_UNDECIDED
