@@ -234,6 +234,35 @@ def cmd_gate(args) -> int:
     return result.exit_status
 
 
+def cmd_publish(args) -> int:
+    import datetime
+    from pathlib import Path
+
+    from .publish import PublishError, publish_site
+    from .site import SiteError
+
+    results = Path(args.results).resolve()
+    header = [f"Made: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from the asv results in "
+              f"`{args.results}`", f"Command: `sgemm {' '.join(args.argv)}`"]
+    try:
+        site = publish_site(Path(args.repo).resolve(), results, Path(args.html).resolve(),
+                            catalogue.load_catalogue(), header, args.size,
+                            Path(args.npm_cache) if args.npm_cache else None)
+    except PublishError as exc:
+        print(f"sgemm publish: {exc}", file=sys.stderr)
+        return 2
+    except SiteError as exc:
+        print(f"sgemm publish: the site was published but cannot work offline: {exc}", file=sys.stderr)
+        return 1
+    if site.cross_gpu:
+        print(f"cross-GPU page: {site.html_dir / 'gpus' / 'index.html'}")
+    else:
+        print(f"sgemm publish: warning: no cross-GPU page: {site.cross_gpu_skipped}", file=sys.stderr)
+    print(f"site: {site.html_dir} ({len(site.vendored)} library tags now load vendored files; serve it over HTTP, "
+          f"e.g. `asv preview` or `python -m http.server -d {args.html}`)")
+    return 0
+
+
 def _live_gpu(device: int):
     """This box's GPU for a report, or None without one."""
     from .report import Gpu
@@ -397,6 +426,15 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--machine", help="asv machine name (default: from the GPU model)")
     gate.add_argument("--report", help="also write the Markdown report to this file")
     gate.add_argument("--dry-run", action="store_true", help="list the cases the change selects; measure nothing")
+    publish = add("publish", cmd_publish, "build the static site of a results tree: asv publish, the cross-GPU "
+                  "page, and every library the pages load vendored beside them (works offline)", kernels=False)
+    publish.add_argument("--results", required=True, help="asv results directory (e.g. merged by `sgemm merge`)")
+    publish.add_argument("--html", required=True, help="the site's directory (asv publish empties it first)")
+    publish.add_argument("--repo", default=".", help="the repository the results were measured from (default: .)")
+    publish.add_argument("--size", type=int, help="square size of the cross-GPU page (default: the largest size "
+                         "every GPU measured)")
+    publish.add_argument("--npm-cache", help="folder of the libraries' npm tarballs: read when it holds them, "
+                         "filled when the registry is reachable (needed offline)")
     machine = add("machine", cmd_machine, "write this box's entry in the asv machine file from NVML", kernels=False)
     machine.add_argument("--name", help="machine name (default: from the GPU model)")
     machine.add_argument("--file", default="~/.asv-machine.json")

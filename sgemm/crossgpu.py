@@ -174,8 +174,9 @@ def _runs_lines(runs: list[GpuRun]) -> list[str]:
             f"compute capability {run.gpu.compute_capability / 10:.1f}" if run.gpu.compute_capability else "",
             f"{run.gpu.sm_count} SMs" if run.gpu.sm_count else "",
             f"max SM clock {run.gpu.max_sm_clock_mhz:.0f} MHz" if run.gpu.max_sm_clock_mhz else "") if part)
-        lines.append(f"{run.gpu.name} (asv machine `{run.machine}`, commit {run.commit[:12]}" +
-                     (f"; {facts}" if facts else "; SM count and max clock not recorded: % peak left out") + ")")
+        if not (run.gpu.sm_count and run.gpu.max_sm_clock_mhz):
+            facts += ("; " if facts else "") + "SM count and max clock not recorded: % peak left out"
+        lines.append(f"{run.gpu.name} (asv machine `{run.machine}`, commit {run.commit[:12]}; {facts})")
     return lines
 
 

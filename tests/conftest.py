@@ -1,8 +1,11 @@
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +62,172 @@ def asv_run_suite(tmp_path):
         return repo
 
     return run
+
+
+# --- The npm tarballs of the site's libraries (test_site.py, test_publish.py) -----------------------------------
+
+
+@pytest.fixture(scope="session")
+def npm_cache(request, tmp_path_factory):
+    """A folder holding the tarball of every package the site needs: $SGEMM_NPM_CACHE if set (for machines
+    without internet), else one kept in pytest's cache, filled from the npm registry the first time."""
+    from sgemm import site
+    from sgemm.site import SiteError
+
+    if os.environ.get("SGEMM_NPM_CACHE"):
+        folder = Path(os.environ["SGEMM_NPM_CACHE"])
+    elif getattr(request.config, "cache", None) is not None:
+        folder = Path(request.config.cache.mkdir("sgemm-npm-tarballs"))
+    else:
+        folder = tmp_path_factory.mktemp("npm-tarballs")
+    try:
+        site.fill_cache(folder, timeout=30)
+    except SiteError as exc:
+        reason = f"the npm tarballs are neither in {folder} nor downloadable: {exc}"
+        if os.environ.get("SGEMM_REQUIRE_CHROMIUM") == "1":  # where the site's tests must run, as in test_site.py
+            pytest.fail(f"{reason} (SGEMM_REQUIRE_CHROMIUM=1)")
+        pytest.skip(reason)
+    return folder
+
+
+# --- One commit's asv results from two GPU boxes, in one tree (test_crossgpu.py, test_publish.py) ---------------
+
+# What a box measures is set through the environment of its `asv run`: its figures, and which kernels and sizes it
+# ran; the others are skips (NotImplementedError), as a kernel or size a box cannot run is in the real suite.
+TWO_GPU_GEMM_SUITE = """
+import os
+
+RATE = {"cublas": 50.0, "naive": 5.0, "float4": 35.0}
+
+
+def _ran(what):
+    return os.environ["SYNTHETIC_" + what].split(",")
+
+
+class Gemm:
+    params = [["cublas", "naive", "float4"], [1024, 2048, 4096], ["fp32", "fp16"]]
+    param_names = ["kernel", "size", "precision"]
+
+    def setup(self, kernel, size, precision):
+        if precision == "fp16" and kernel != "cublas":
+            raise NotImplementedError("there is no such fp16 kernel")
+        if kernel not in _ran("KERNELS") or str(size) not in _ran("SIZES"):
+            raise NotImplementedError("not measured on this GPU")
+
+    def track_tflops(self, kernel, size, precision):
+        scale = float(os.environ["SYNTHETIC_SCALE"])
+        return scale * RATE[kernel] * size / 4096 * (10 if precision == "fp16" else 1)
+
+    track_tflops.unit = "TFLOP/s"
+
+    def track_sm_clock(self, kernel, size, precision):
+        clock = float(os.environ["SYNTHETIC_SM_CLOCK"]) + size / 1024
+        return {"samples": [clock - 4, clock, clock + 4], "number": 1}
+
+    track_sm_clock.unit = "MHz"
+"""
+
+TWO_GPU_GPU_SUITE = """
+class Gpu:
+    def track_sm_count(self):
+        return 132
+
+    track_sm_count.unit = "SMs"
+
+    def track_max_sm_clock(self):
+        return 1980.0
+
+    track_max_sm_clock.unit = "MHz"
+"""
+
+
+@dataclass(frozen=True)
+class SyntheticBox:
+    """One GPU box: its asv machine entry (written with sgemm.machine) and what its run of the suite measures."""
+
+    machine: str
+    gpu: str
+    gpu_memory: str
+    scale: float
+    kernels: tuple[str, ...]
+    sizes: tuple[int, ...]
+    sm_clock: float
+    compute_capability: str | None = "9.0"  # None: an entry without it
+
+    def entry(self) -> dict:
+        entry = {"machine": self.machine, "arch": "x86_64", "cpu": "Intel(R) Xeon(R) Platinum 8480+", "num_cpu": "16",
+                 "os": "Linux 6.8.0", "ram": "134217728000", "gpu": self.gpu, "gpu_memory": self.gpu_memory}
+        if self.compute_capability is not None:
+            entry["compute_capability"] = self.compute_capability
+        return entry
+
+    def environment(self) -> dict[str, str]:
+        return {"SYNTHETIC_SCALE": str(self.scale), "SYNTHETIC_KERNELS": ",".join(self.kernels),
+                "SYNTHETIC_SIZES": ",".join(str(size) for size in self.sizes),
+                "SYNTHETIC_SM_CLOCK": str(self.sm_clock)}
+
+
+class GpuResultsTree:
+    """root/repo: a git repository (branch main) with the synthetic suite committed once, its asv results in
+    results/; root/home: the HOME of its asv runs, with the machine file."""
+
+    # The H100 ran neither float4 nor 4096; the H200 ran everything, 1.5 times as fast, at another SM clock.
+    H100 = SyntheticBox("nvidia-h100-80gb-hbm3", "NVIDIA H100 80GB HBM3", "80 GiB", 1.0, ("cublas", "naive"),
+                        (1024, 2048), 1755.0)
+    H200 = SyntheticBox("nvidia-h200", "NVIDIA H200", "141 GiB", 1.5, ("cublas", "naive", "float4"),
+                        (1024, 2048, 4096), 1830.0)
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.repo, self.home = self.root / "repo", self.root / "home"
+        self.results = self.repo / "results"
+
+    def sh(self, *command: str, **extra_env: str) -> str:
+        env = dict(os.environ, HOME=str(self.home), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t", **extra_env)
+        done = subprocess.run(command, cwd=self.repo, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}:\n{done.stdout}{done.stderr}"
+        return done.stdout.strip()
+
+    @property
+    def commit(self) -> str:
+        return self.sh("git", "rev-parse", "HEAD")
+
+    def create(self) -> "GpuResultsTree":
+        (self.repo / "benchmarks").mkdir(parents=True)
+        self.home.mkdir()
+        (self.repo / "benchmarks" / "__init__.py").write_text("")
+        (self.repo / "benchmarks" / "bench_gemm.py").write_text(TWO_GPU_GEMM_SUITE)
+        (self.repo / "benchmarks" / "bench_gpu.py").write_text(TWO_GPU_GPU_SUITE)
+        (self.repo / "asv.conf.json").write_text(json.dumps({
+            "version": 1, "project": "sgemm", "repo": ".", "branches": ["main"], "environment_type": "existing",
+            "benchmark_dir": "benchmarks", "results_dir": "results", "html_dir": "html", "env_dir": "env"}))
+        (self.repo / ".gitignore").write_text("results/\nhtml/\nenv/\n")
+        self.sh("git", "init", "-q", "-b", "main")
+        self.sh("git", "add", "-A")
+        self.sh("git", "commit", "-qm", "synthetic suite")
+        return self
+
+    def run(self, box: SyntheticBox, bench: str | None = None) -> None:
+        """A real `asv run` of the committed suite on `box` (of the benchmarks matching `bench` alone, if given)."""
+        from sgemm.machine import write_machine_file
+
+        write_machine_file(box.entry(), self.home / ".asv-machine.json")
+        self.sh(sys.executable, "-m", "asv", "run", "--python=same", "--machine", box.machine, "--record-samples",
+                "--set-commit-hash", self.commit, *(["--bench", bench] if bench else []), **box.environment())
+        assert (self.results / box.machine / "machine.json").is_file(), f"asv wrote no results for {box.machine}"
+
+    def copy(self, destination: Path) -> "GpuResultsTree":
+        """The repository, its results and its HOME copied to `destination`, to change there."""
+        shutil.copytree(self.root, destination, symlinks=True)
+        return GpuResultsTree(destination)
+
+
+@pytest.fixture(scope="module")
+def two_gpu_results(tmp_path_factory) -> GpuResultsTree:
+    """Real `asv run` results of one commit on two GPU boxes (GpuResultsTree.H100 and .H200) in one tree, as
+    `sgemm merge` leaves them. Made once per module: copy it (`.copy(tmp_path / "tree")`) to change it."""
+    tree = GpuResultsTree(tmp_path_factory.mktemp("two-gpus")).create()
+    for box in (GpuResultsTree.H100, GpuResultsTree.H200):
+        tree.run(box)
+    return tree

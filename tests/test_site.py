@@ -94,23 +94,6 @@ def site_dir(published, tmp_path):
     return Path(shutil.copytree(published, tmp_path / "html"))
 
 
-@pytest.fixture(scope="session")
-def npm_cache(request, tmp_path_factory):
-    """A folder holding the tarball of every package the site needs: $SGEMM_NPM_CACHE if set (for machines
-    without internet), else one kept in pytest's cache, filled from the npm registry the first time."""
-    if os.environ.get("SGEMM_NPM_CACHE"):
-        folder = Path(os.environ["SGEMM_NPM_CACHE"])
-    elif getattr(request.config, "cache", None) is not None:
-        folder = Path(request.config.cache.mkdir("sgemm-npm-tarballs"))
-    else:
-        folder = tmp_path_factory.mktemp("npm-tarballs")
-    try:
-        site.fill_cache(folder, timeout=30)
-    except SiteError as exc:
-        _unavailable(f"the npm tarballs are neither in {folder} nor downloadable: {exc}")
-    return folder
-
-
 @pytest.fixture
 def dead_registry():
     """A registry URL on a loopback port nothing listens on: every request is refused at once."""
