@@ -238,7 +238,7 @@ def cmd_publish(args) -> int:
     import datetime
     from pathlib import Path
 
-    from .publish import PublishError, publish_site
+    from .publish import CROSS_GPU_DIR, PublishError, publish_site
     from .site import SiteError
 
     results = Path(args.results).resolve()
@@ -255,7 +255,7 @@ def cmd_publish(args) -> int:
         print(f"sgemm publish: the site was published but cannot work offline: {exc}", file=sys.stderr)
         return 1
     if site.cross_gpu:
-        print(f"cross-GPU page: {site.html_dir / 'gpus' / 'index.html'}")
+        print(f"cross-GPU page: {site.html_dir / CROSS_GPU_DIR / 'index.html'}")
     else:
         print(f"sgemm publish: warning: no cross-GPU page: {site.cross_gpu_skipped}", file=sys.stderr)
     print(f"site: {site.html_dir} ({len(site.vendored)} library tags now load vendored files; serve it over HTTP, "
@@ -283,7 +283,7 @@ def _report_across_gpus(args, kernels) -> int:
     import datetime
     from pathlib import Path
 
-    from .crossgpu import common_size, gpu_runs, write_cross_gpu
+    from .crossgpu import report_across_gpus
     from .report import ReportError
 
     if not args.results:
@@ -292,15 +292,15 @@ def _report_across_gpus(args, kernels) -> int:
     if args.machine or args.commit or args.seed or (args.size and len(args.size) > 1):
         print("sgemm report: --across-gpus takes every machine's newest run and one --size", file=sys.stderr)
         return 2
+    header = [f"Report made: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from the asv results "
+              f"in `{args.results}`", f"Command: `sgemm {' '.join(args.argv)}`"]
     try:
-        runs = gpu_runs(Path(args.results))
-        size = args.size[0] if args.size else common_size(runs)
+        written = report_across_gpus(Path(args.results), Path(args.out), kernels, header,
+                                     args.size[0] if args.size else None)
     except ReportError as exc:
         print(f"sgemm report: {exc}", file=sys.stderr)
         return 2
-    header = [f"Report made: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from the asv results "
-              f"in `{args.results}`", f"Command: `sgemm {' '.join(args.argv)}`"]
-    for path in write_cross_gpu(Path(args.out), runs, kernels, size, header):
+    for path in written:
         print(f"wrote {path}")
     return 0
 

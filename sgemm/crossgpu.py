@@ -216,3 +216,11 @@ def write_cross_gpu(out_dir: Path, runs: list[GpuRun], kernels: dict[str, Kernel
     data.write_text(json.dumps([{"machine": run.machine, "commit": run.commit, "gpu": asdict(run.gpu),
                                  "points": [asdict(p) for p in run.points]} for run in runs], indent=1))
     return [readme, index, data, *written]
+
+
+def report_across_gpus(results_dir: Path, out_dir: Path, kernels: dict[str, Kernel], header: list[str],
+                       size: int | None = None) -> list[Path]:
+    """The cross-GPU report of every machine's newest run in `results_dir`, at `size` (default: the largest size
+    all of them measured), written to `out_dir`; ReportError when the results cannot give one."""
+    runs = gpu_runs(results_dir)
+    return write_cross_gpu(out_dir, runs, kernels, size or common_size(runs), header)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .asvconf import write_asv_config
 from .catalogue import Kernel
-from .crossgpu import common_size, gpu_runs, write_cross_gpu
+from .crossgpu import report_across_gpus
 from .report import ReportError
 from .site import Vendored, add_nav_link, vendor_assets
 
@@ -69,8 +69,7 @@ def publish_site(repo: Path, results_dir: Path, html_dir: Path, kernels: dict[st
     asv_publish(repo, results_dir, html_dir)
     site = Site(html_dir)
     try:
-        runs = gpu_runs(results_dir)
-        site.cross_gpu = write_cross_gpu(html_dir / CROSS_GPU_DIR, runs, kernels, size or common_size(runs), header)
+        site.cross_gpu = report_across_gpus(results_dir, html_dir / CROSS_GPU_DIR, kernels, header, size)
         add_nav_link(html_dir, f"{CROSS_GPU_DIR}/index.html", CROSS_GPU_LABEL)
     except ReportError as exc:
         site.cross_gpu_skipped = str(exc)

@@ -98,3 +98,14 @@ def test_merge_reports_what_it_did_and_refuses_a_missing_source(tmp_path):
     done = run("merge", str(tmp_path / "missing"), "--into", str(tmp_path / "merged"))
     assert done.returncode == 2 and "missing: not a directory" in done.stderr and "nothing was written" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "merged").exists()
+
+
+def test_report_across_gpus_writes_the_page_and_refuses_what_it_cannot_read(two_gpu_results, tmp_path, capsys):
+    out = tmp_path / "gpus"
+    assert cli.main(["report", "--across-gpus", "--results", str(two_gpu_results.results), "--out", str(out)]) == 0
+    assert f"wrote {out / 'index.html'}" in capsys.readouterr().out
+    assert "# GEMM kernels across GPUs, 2048x2048x2048" in (out / "README.md").read_text()
+    assert cli.main(["report", "--across-gpus", "--results", str(tmp_path / "none"), "--out", str(out)]) == 2
+    assert "sgemm report: no asv machine directories in" in capsys.readouterr().err
+    assert cli.main(["report", "--across-gpus", "--out", str(out)]) == 2
+    assert "--across-gpus reads asv results: pass --results" in capsys.readouterr().err

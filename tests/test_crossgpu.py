@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from sgemm.catalogue import load_catalogue
-from sgemm.crossgpu import Cell, common_size, gpu_runs, markdown_table, table, write_cross_gpu
+from sgemm.crossgpu import Cell, common_size, gpu_runs, markdown_table, report_across_gpus, table, write_cross_gpu
 from sgemm.report import Gpu, Point, ReportError
 
 KERNELS = load_catalogue()
@@ -208,3 +208,11 @@ def test_machines_with_no_gemm_results_at_all_are_a_clear_error(two_gpu_results,
                 run_file.unlink()
     with pytest.raises(ReportError, match=f"no Gemm results for any machine in {re.escape(str(tree.results))}"):
         gpu_runs(tree.results)
+
+
+def test_the_report_of_a_results_tree_is_at_the_shared_size_unless_one_is_given(two_gpu_results, tmp_path):
+    written = report_across_gpus(two_gpu_results.results, tmp_path / "shared", KERNELS, ["header line"])
+    assert (tmp_path / "shared" / "README.md") in written
+    assert (tmp_path / "shared" / "README.md").read_text().startswith("# GEMM kernels across GPUs, 2048x2048x2048")
+    report_across_gpus(two_gpu_results.results, tmp_path / "asked", KERNELS, [], size=1024)
+    assert "| `fp32/naive` | 1.25 |" in (tmp_path / "asked" / "README.md").read_text()
