@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from .build import local_includes
 
 CATALOGUE_FILE = "sgemm/catalogue.toml"
+CONTROL = "control"  # the reason a cuBLAS baseline is measured: no change can touch it
 KERNEL_DIR = "kernels"
 # Paths whose change can move every kernel's figures (a prefix ending in '/' covers a directory).
 SHARED_CODE = (
@@ -35,6 +36,11 @@ class Selection:
     reasons: dict[str, str] = field(default_factory=dict)  # kernel -> why it is measured
     everything: str | None = None  # why every kernel is measured, when shared code changed
     removed: tuple[str, ...] = ()  # kernels BASE had and HEAD has not: nothing to measure at HEAD
+
+    @property
+    def controls(self) -> tuple[str, ...]:
+        """The kernels measured as controls (cuBLAS), not because the change touched them."""
+        return tuple(name for name, why in self.reasons.items() if why == CONTROL)
 
 
 def git(repo: str, *args: str) -> str:
@@ -112,5 +118,5 @@ def select_kernels(repo: str, base: str, head: str) -> Selection:
     precisions = {name.split("/", 1)[0] for name in reasons} or {name.split("/", 1)[0] for name in names}
     for name, table in entries_after.items():
         if "library" in table and name.split("/", 1)[0] in precisions:
-            reasons.setdefault(name, "control")
+            reasons.setdefault(name, CONTROL)
     return Selection(tuple(name for name in names if name in reasons), reasons, None, removed)

@@ -203,9 +203,8 @@ def cmd_gate(args) -> int:
     missing = [name for name in selection.kernels if name not in kernels]
     sizes = args.size or catalogue.default_sizes(path)
     sweep_kernels, sweep_shapes = catalogue.sweep(path)
-    controls = tuple(name for name, why in selection.reasons.items() if why == "control")
     cases = cases_for(tuple(n for n in selection.kernels if n in kernels), sizes, sweep_kernels, sweep_shapes,
-                      controls)
+                      selection.controls)
     why = selection.everything or "; ".join(f"{name}: {reason}" for name, reason in selection.reasons.items())
     print(f"sgemm gate: {base[:12]} -> {head[:12]}: {len(cases)} cases of {len(selection.kernels)} kernels ({why})",
           file=sys.stderr)
@@ -234,19 +233,23 @@ def cmd_gate(args) -> int:
     return result.exit_status
 
 
-def cmd_publish(args) -> int:
+def _made_from_results(args) -> list[str]:
+    """When and how a page made from asv results was made: the first lines of its header."""
     import datetime
+
+    return [f"Made: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from the asv results in "
+            f"`{args.results}`", f"Command: `sgemm {' '.join(args.argv)}`"]
+
+
+def cmd_publish(args) -> int:
     from pathlib import Path
 
     from .publish import CROSS_GPU_DIR, PublishError, publish_site
     from .site import SiteError
 
-    results = Path(args.results).resolve()
-    header = [f"Made: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from the asv results in "
-              f"`{args.results}`", f"Command: `sgemm {' '.join(args.argv)}`"]
     try:
-        site = publish_site(Path(args.repo).resolve(), results, Path(args.html).resolve(),
-                            catalogue.load_catalogue(), header, args.size,
+        site = publish_site(Path(args.repo).resolve(), Path(args.results).resolve(), Path(args.html).resolve(),
+                            catalogue.load_catalogue(), _made_from_results(args), args.size,
                             Path(args.npm_cache) if args.npm_cache else None)
     except PublishError as exc:
         print(f"sgemm publish: {exc}", file=sys.stderr)
@@ -280,7 +283,6 @@ def _live_gpu(device: int):
 
 
 def _report_across_gpus(args, kernels) -> int:
-    import datetime
     from pathlib import Path
 
     from .crossgpu import report_across_gpus
@@ -292,10 +294,8 @@ def _report_across_gpus(args, kernels) -> int:
     if args.machine or args.commit or args.seed or (args.size and len(args.size) > 1):
         print("sgemm report: --across-gpus takes every machine's newest run and one --size", file=sys.stderr)
         return 2
-    header = [f"Report made: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from the asv results "
-              f"in `{args.results}`", f"Command: `sgemm {' '.join(args.argv)}`"]
     try:
-        written = report_across_gpus(Path(args.results), Path(args.out), kernels, header,
+        written = report_across_gpus(Path(args.results), Path(args.out), kernels, _made_from_results(args),
                                      args.size[0] if args.size else None)
     except ReportError as exc:
         print(f"sgemm report: {exc}", file=sys.stderr)

@@ -187,8 +187,8 @@ class GateResult:
     @property
     def moved_controls(self) -> list[Comparison]:
         """Control cases (cuBLAS, which no change can touch) that read slower at head: the box moved."""
-        controls = {name for name, why in self.selection.reasons.items() if why == "control"}
-        return [c for c in self.comparisons if c.verdict is Verdict.REGRESSION and _kernel(c) in controls]
+        return [c for c in self.comparisons
+                if c.verdict is Verdict.REGRESSION and _kernel(c) in self.selection.controls]
 
     @property
     def exit_status(self) -> int:
@@ -276,8 +276,8 @@ def markdown(result: GateResult, gpu_line: str, threshold: float, patterns: list
     if selection.everything:
         measured = f"every kernel ({selection.everything})"
     else:
-        changed = [f"`{name}` ({why})" for name, why in selection.reasons.items() if why != "control"]
-        controls = [f"`{name}`" for name, why in selection.reasons.items() if why == "control"]
+        changed = [f"`{name}` ({why})" for name, why in selection.reasons.items() if name not in selection.controls]
+        controls = [f"`{name}`" for name in selection.controls]
         measured = (", ".join(changed) or "no kernel changed") + "; controls: " + (", ".join(controls) or "none")
     befores = [pair[0] for pair in result.outcome.sides.values()]
     afters = [pair[1] for pair in result.outcome.sides.values()]
