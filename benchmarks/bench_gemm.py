@@ -8,8 +8,14 @@ lacks, a shape a kernel does not claim and a GPU too old for a kernel are skips 
 
 import inspect
 import os
+from statistics import median
 
-from .worktree import KERNELS, SIZES, SWEEP_KERNELS, SWEEP_SHAPES, catalogue
+from .worktree import FORMER_NAMES, KERNELS, SIZES, SWEEP_KERNELS, SWEEP_SHAPES, catalogue
+
+try:
+    from asv_runner.benchmarks.mark import SkipNotImplemented  # a skip raised from a benchmark method, not setup
+except ImportError:
+    SkipNotImplemented = NotImplementedError
 
 try:
     # Imported once in asv's forkserver, so that every benchmark process forked from it starts with them. Neither
@@ -18,6 +24,10 @@ try:
     import sgemm.record  # noqa: F401
 except ImportError:
     pass  # no GPU stack here (discovery on a CPU box), or the commit under test lacks the package: setup() says so
+
+
+# A card's number on the site: the first 24 bits of its id, exact as asv's float and short enough to read.
+CARD_NUMBER_HEX_DIGITS = 6
 
 
 class _MeasuredCase:
@@ -31,7 +41,7 @@ class _MeasuredCase:
 
     def bind_case(self, run_dir, name, m, n, k):
         """For setup(): bind the case, or skip (NotImplementedError) when it cannot run here."""
-        if name not in KERNELS:
+        if name not in KERNELS and name not in FORMER_NAMES:
             raise NotImplementedError(f"there is no {name} kernel")
         try:
             from sgemm.record import asv_case
@@ -44,47 +54,83 @@ class _MeasuredCase:
         else:
             self.case = asv_case(run_dir, name, m, n, k)
 
+    def figures(self, method):
+        """The case's measurement for this method's round; a skip when the case may not be measured now."""
+        try:
+            return self.case.result(method)
+        except NotImplementedError as exc:  # e.g. another process on the GPU
+            raise SkipNotImplemented(str(exc)) from exc
+
     def track_time(self, run_dir, *params):
-        return {"samples": self.case.result("time").samples_s, "number": 1}
+        return {"samples": self.figures("time").samples_s, "number": 1}
 
     track_time.unit = "seconds"
 
     def track_tflops(self, run_dir, *params):
-        return self.case.result("tflops").tflops
+        return self.figures("tflops").tflops
 
     track_tflops.unit = "TFLOP/s"
 
     def track_sm_clock(self, run_dir, *params):
         """The SM clock of every timed sample: asv keeps them, and rounds add to them, as for track_time."""
-        clocks = self.case.result("sm_clock").sm_clock_mhz
+        clocks = self.figures("sm_clock").sm_clock_mhz
         return {"samples": clocks, "number": 1} if clocks else float("nan")
 
     track_sm_clock.unit = "MHz"
 
     def track_power(self, run_dir, *params):
-        return self.case.result("power").telemetry.get("power_w_mean", float("nan"))
+        return self.figures("power").telemetry.get("power_w_mean", float("nan"))
 
     track_power.unit = "W"
 
     def track_temperature(self, run_dir, *params):
-        return self.case.result("temperature").telemetry.get("temperature_c_max", float("nan"))
+        return self.figures("temperature").telemetry.get("temperature_c_max", float("nan"))
 
     track_temperature.unit = "degC"
 
     def track_throttled(self, run_dir, *params):
         """Time the driver held clocks down (power or thermal) while the case was timed."""
-        throttled = self.case.result("throttled").telemetry.get("throttled_ms")
+        throttled = self.figures("throttled").telemetry.get("throttled_ms")
         # One sample per round, so that asv keeps every round's figure rather than the last one's.
         return {"samples": [sum(throttled.values())], "number": 1} if throttled else float("nan")
 
     track_throttled.unit = "ms"
+
+    # One figure per round: asv appends each round's samples, so the rounds stay apart in the results and a verdict
+    # can rest on the spread between processes, where the noise that matters lives (sgemm.verdict).
+    def track_round_time(self, run_dir, *params):
+        """The round's median time."""
+        return {"samples": [median(self.figures("round_time").samples_s)], "number": 1}
+
+    track_round_time.unit = "seconds"
+
+    def track_round_sm_clock(self, run_dir, *params):
+        """The median SM clock over the round's samples."""
+        clocks = self.figures("round_sm_clock").sm_clock_mhz
+        return {"samples": [median(clocks)], "number": 1} if clocks else float("nan")
+
+    track_round_sm_clock.unit = "MHz"
+
+    def track_round_samples(self, run_dir, *params):
+        """How many samples the round's median is of."""
+        return {"samples": [len(self.figures("round_samples").samples_s)], "number": 1}
+
+    track_round_samples.unit = "samples"
+
+    def track_card(self, run_dir, *params):
+        """Which physical card measured the round: a number from a hash of its NVML UUID (sgemm.telemetry)."""
+        card = getattr(self.figures("card"), "card", "")  # commits before cards were recorded have none
+        return {"samples": [int(card[:CARD_NUMBER_HEX_DIGITS], 16)], "number": 1} if card else float("nan")
+
+    track_card.unit = "card"
 
 
 class Gemm(_MeasuredCase):
     """C = A @ B (alpha 1, beta 0), square: time per launch, and the rate and GPU state it ran at."""
 
     params = [
-        list(dict.fromkeys(kernel.family for kernel in KERNELS.values())),
+        list(dict.fromkeys([kernel.family for kernel in KERNELS.values()]
+                           + [name.split("/", 1)[1] for name in FORMER_NAMES])),
         SIZES,
         list(catalogue.PRECISIONS),
     ]
@@ -97,7 +143,8 @@ class Gemm(_MeasuredCase):
 class GemmShapes(_MeasuredCase):
     """Seed 003's sweep: its kernels at shapes that vary M, N and K one at a time."""
 
-    params = [SWEEP_KERNELS, [f"{m}x{n}x{k}" for m, n, k in SWEEP_SHAPES]]
+    params = [SWEEP_KERNELS + [old for name in SWEEP_KERNELS for old in KERNELS[name].renamed_from],
+              [f"{m}x{n}x{k}" for m, n, k in SWEEP_SHAPES]]
     param_names = ["kernel", "shape"]
 
     def setup(self, run_dir, kernel, shape):

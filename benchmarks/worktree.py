@@ -25,3 +25,6 @@ KERNELS = catalogue.load_catalogue(_PATH, _ROOT / "kernels")
 SIZES = catalogue.default_sizes(_PATH)
 ARCHITECTURES = catalogue.architectures(_PATH)
 SWEEP_KERNELS, SWEEP_SHAPES = catalogue.sweep(_PATH)
+# The names kernels had before a rename stay parameters: a gate measures a renamed kernel under its old name at base,
+# and the old name's history goes on.
+FORMER_NAMES = [old for kernel in KERNELS.values() for old in kernel.renamed_from]

@@ -5,17 +5,43 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import posixpath
 import re
 from pathlib import Path
+from typing import Callable
 
 from .catalogue import KERNEL_DIR, Kernel
 
-_LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+# Both forms reach kernels/: quotes through the including file's folder, angle brackets through -I<kernel dir>.
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"]+)"|<([^>]+)>)', re.MULTILINE)
 
 
-def local_includes(source_text: str) -> list[str]:
-    """The headers a CUDA source includes with quotes (ours, in kernels/), in order."""
-    return _LOCAL_INCLUDE.findall(source_text)
+def kernel_files(source: str, read: Callable[[str], str | None]) -> list[str]:
+    """`source` and every file of the kernel directory it includes, transitively, in the order first reached.
+
+    Names are relative to the kernel directory. `read(name)` gives a file's text, or None when the kernel directory
+    has no such file (a toolkit header such as <cuda_fp16.h>, which the walk leaves out). The build and the gate's
+    change selection both walk with this, from the filesystem and from git, so they agree on what a kernel is made of.
+    """
+    found: dict[str, None] = {}  # insertion-ordered set: the digests below must come out in a stable order
+    pending = [source]
+    while pending:
+        name = pending.pop(0)
+        text = None if name in found else read(name)
+        if text is None:
+            continue
+        found[name] = None
+        pending.extend(_resolve(name, quoted, angled, read) for quoted, angled in _INCLUDE.findall(text))
+    return list(found)
+
+
+def _resolve(includer: str, quoted: str, angled: str, read: Callable[[str], str | None]) -> str:
+    """The kernel-directory name an include line refers to, searched the way the compiler searches."""
+    if quoted:
+        beside = posixpath.normpath(posixpath.join(posixpath.dirname(includer), quoted))
+        if beside != quoted and read(beside) is not None:
+            return beside
+    return posixpath.normpath(quoted or angled)
 
 
 class BuildError(RuntimeError):
@@ -39,18 +65,21 @@ def nvrtc_options(kernel_dir: Path = KERNEL_DIR) -> tuple[str, ...]:
 
 
 def kernel_source(kernel: Kernel, kernel_dir: Path = KERNEL_DIR) -> str:
-    """The kernel's source, with a digest of each local header it includes appended.
+    """The kernel's source, with a digest of each header it includes, directly or through another header, appended.
 
     CuPy caches compiled modules on disk keyed by source text and options only; without the digests an edited
     header would be served from the cache as the old binary.
     """
     text = (kernel_dir / kernel.source).read_text()
-    digests = [
-        f"// {header}: sha256 {hashlib.sha256((kernel_dir / header).read_bytes()).hexdigest()}"
-        for header in local_includes(text)
-        if (kernel_dir / header).is_file()
-    ]
+    headers = kernel_files(kernel.source, functools.partial(_read_in, kernel_dir))[1:]
+    digests = [f"// {header}: sha256 {hashlib.sha256((kernel_dir / header).read_bytes()).hexdigest()}"
+               for header in headers]
     return "\n".join([text, *digests, ""])
+
+
+def _read_in(kernel_dir: Path, name: str) -> str | None:
+    path = kernel_dir / name
+    return path.read_text() if path.is_file() else None
 
 
 @functools.cache

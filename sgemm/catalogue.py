@@ -21,7 +21,7 @@ MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y
 
 _REQUIRED = {"name", "technique", "min_compute_capability"}
 _COMPILED = {"source", "entry", "block_threads", "block_tile", "multiple_of"}
-_OPTIONAL = {"library", "origins", "pitch", "may_spill"}
+_OPTIONAL = {"library", "origins", "pitch", "may_spill", "renamed_from"}
 
 
 def _default_kernel_dir() -> Path:
@@ -62,6 +62,7 @@ class Kernel:
     multiple_of: tuple[int, int, int] = (1, 1, 1)
     pitch: int = 1  # rows of A, B and C are allocated padded to a multiple of this many elements
     may_spill: bool = False  # ptxas may spill registers for this kernel without failing the resource check
+    renamed_from: tuple[str, ...] = ()  # the names this kernel had before: the gate compares it with them at base
 
     @property
     def precision(self) -> str:
@@ -110,6 +111,19 @@ def _pair(entry: str, field: str, value) -> tuple[int, int]:
     return (value[0], value[1])
 
 
+def _renamed_from(name: str, value) -> tuple[str, ...]:
+    old_names = [value] if isinstance(value, str) else value
+    if not (isinstance(old_names, list) and all(isinstance(old, str) for old in old_names)):
+        raise CatalogueError(f"{name}: renamed_from must be a kernel name or a list of them, got {value!r}")
+    precision = name.partition("/")[0]
+    for old in old_names:
+        # Another precision is another problem: its figures say nothing about this kernel's.
+        old_precision, _, family = old.partition("/")
+        if old == name or old_precision != precision or not family or "/" in family:
+            raise CatalogueError(f"{name}: renamed_from {old!r} must be another '{precision}/<kernel>' name")
+    return tuple(old_names)
+
+
 def _kernel_from_table(table: dict, kernel_dir: Path) -> Kernel:
     name = table.get("name", "<unnamed>")
     missing = _REQUIRED - table.keys()
@@ -125,6 +139,7 @@ def _kernel_from_table(table: dict, kernel_dir: Path) -> Kernel:
         technique=table["technique"],
         min_compute_capability=int(table["min_compute_capability"]),
         origins=origins,
+        renamed_from=_renamed_from(name, table.get("renamed_from", [])),
     )
     if "library" in table:
         if extra := table.keys() & (_COMPILED | {"pitch", "may_spill"}):
@@ -167,7 +182,20 @@ def load_catalogue(path: Path = CATALOGUE_PATH, kernel_dir: Path = KERNEL_DIR) -
         if kernel.name in kernels:
             raise CatalogueError(f"{kernel.name}: listed twice")
         kernels[kernel.name] = kernel
+    _check_old_names(kernels)
     return kernels
+
+
+def _check_old_names(kernels: dict[str, Kernel]) -> None:
+    """An old name leads to one kernel, and is no longer a kernel's own: else two histories would claim it."""
+    claimed: dict[str, str] = {}
+    for kernel in kernels.values():
+        for old in kernel.renamed_from:
+            if old in kernels:
+                raise CatalogueError(f"{kernel.name}: renamed_from {old!r}, which is still listed as a kernel")
+            if old in claimed:
+                raise CatalogueError(f"{kernel.name}: renamed_from {old!r}, which {claimed[old]} was renamed from")
+            claimed[old] = kernel.name
 
 
 def _suite(path: Path) -> dict:

@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 import warnings
+from pathlib import Path
 
 from . import catalogue
 from .catalogue import CatalogueError, UnknownKernelError
+from .gate import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
 from .record import Case, DeviceInfo, NoGpuError, device_info, skip_reason
+from .verdict import MIN_ROUNDS
 
 DEFAULT_CHECK_SHAPES = ("1024x1024x1024", "1000x1028x516")
+# Exit statuses of every command but the gate (which has its own, in sgemm.gate).
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+# Options whose value may start with '-': argparse reads "-3x4x5" or "-1e-3" as an option of its own, and says only
+# "expected one argument", unless the value is glued on with '='. main() glues them on.
+SIGNED_VALUE_OPTIONS = ("--shape", "--size", "--alpha", "--beta", "--device", "--rounds", "--max-rounds",
+                        "--threshold")
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -25,16 +35,91 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return m, n, k
 
 
+def _integer_at_least(lowest: int, what: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} is a whole number, got {text!r}") from None
+        if value < lowest:
+            raise argparse.ArgumentTypeError(f"{what} must be at least {lowest}, got {value}")
+        return value
+
+    return parse
+
+
+_size = _integer_at_least(1, "a size")
+_device = _integer_at_least(0, "a device index")
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _machine_name(text: str) -> str:
+    from .machine import check_machine_name
+
+    try:
+        return check_machine_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _writable_file_problem(option: str, text: str) -> str | None:
+    """Why a file asked for with `option` cannot be written, found before the work that would fill it."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return f"{option} {text} is a directory: name a file"
+    if not path.resolve().parent.is_dir():
+        return f"{option} {text}: the folder {path.resolve().parent} does not exist"
+    return None
+
+
+def _glue_signed_values(argv: list[str]) -> list[str]:
+    glued, tokens = [], iter(argv)
+    for token in tokens:
+        value = next(tokens, None) if token in SIGNED_VALUE_OPTIONS else None
+        if value is None:
+            glued.append(token)
+        elif value[:1] == "-" and value[1:2] in set("0123456789."):
+            glued.append(f"{token}={value}")
+        else:
+            glued += [token, value]
+    return glued
+
+
+def no_gpu_message(exc: Exception) -> str:
+    """NoGpuError in words. CuPy says "CUDA driver version is insufficient" both where the driver is too old and
+    where there is none at all; only the second is common (a CPU box), and only libcuda tells them apart."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "no usable CUDA GPU: no NVIDIA driver on this machine (libcuda.so.1 cannot be loaded)"
+    text = str(exc)
+    if "InsufficientDriver" in text or "driver version is insufficient" in text:
+        return ("no usable CUDA GPU: the NVIDIA driver is older than the CUDA runtime CuPy was built for "
+                "(on a CUDA 12 driver install the cuda12 extra)")
+    return text
+
+
 def print_table(header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
     for line in [header, ["-" * w for w in widths], *rows]:
         print("  ".join(str(cell).ljust(w) for cell, w in zip(line, widths)).rstrip())
 
 
-def _cases(args, shapes, info: DeviceInfo) -> tuple[list[Case], list[tuple[Case, str]]]:
+def _cases(kernels: list, shapes, info: DeviceInfo) -> tuple[list[Case], list[tuple[Case, str]]]:
     """The selected cases this GPU can run, and those it skips with the reason."""
     runnable, skipped = [], []
-    for kernel in catalogue.select(args.kernel):
+    for kernel in kernels:
         for m, n, k in shapes:
             case = Case(kernel, m, n, k)
             if reason := skip_reason(kernel, m, n, k, info):
@@ -56,13 +141,15 @@ def cmd_list(args) -> int:
 
 
 def cmd_check(args) -> int:
+    kernels = catalogue.select(args.kernel)  # an unknown kernel is bad input, said before CUDA is touched
+    shapes = args.shape or [parse_shape(s) for s in DEFAULT_CHECK_SHAPES]
+
     import cupy
 
     from .problem import make_problem
     from .verify import VerificationError, verify
 
-    shapes = args.shape or [parse_shape(s) for s in DEFAULT_CHECK_SHAPES]
-    runnable, skipped = _cases(args, shapes, device_info(args.device))
+    runnable, skipped = _cases(kernels, shapes, device_info(args.device))
     rows, failed = [], 0
     for index, case in enumerate(runnable, 1):
         print(f"[{index}/{len(runnable)}] {case.id}", file=sys.stderr)
@@ -85,9 +172,13 @@ def cmd_bench(args) -> int:
     from .record import run_cases
     from .telemetry import TelemetryUnavailable, gpu_identity
 
+    kernels = catalogue.select(args.kernel)  # an unknown kernel is bad input, said before CUDA is touched
     shapes = args.shape or [(s, s, s) for s in (args.size or catalogue.default_sizes())]
+    if args.json and (problem := _writable_file_problem("--json", args.json)):
+        print(f"sgemm bench: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     info = device_info(args.device)
-    runnable, skipped = _cases(args, shapes, info)
+    runnable, skipped = _cases(kernels, shapes, info)
     try:
         max_clock = gpu_identity(args.device).max_sm_clock_mhz
     except TelemetryUnavailable:
@@ -126,34 +217,41 @@ def cmd_bench(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from pathlib import Path
-
     from .merge import MergeError, merge_results
 
     try:
         plan = merge_results([Path(s) for s in args.sources], Path(args.into))
     except MergeError as exc:
         print(f"sgemm merge: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     print(f"merged into {args.into}: {len(plan.copies)} files copied, {len(plan.unchanged)} already there; "
           f"machines: {', '.join(plan.machines) or 'none new'}")
-    return 0
+    if plan.superseded:
+        benchmarks = sorted({name for _, name in plan.superseded})
+        files = sorted({str(path) for path, _ in plan.superseded})
+        print(f"sgemm merge: warning: {len(files)} run files hold results of an older version of {len(benchmarks)} "
+              f"benchmarks (e.g. {benchmarks[0]} in {files[0]}); they stay in the tree, and asv publish shows the "
+              "newer version's", file=sys.stderr)
+    return EXIT_OK
 
 
 def cmd_machine(args) -> int:
-    from pathlib import Path
+    from .machine import MachineFileError, detect_identity, machine_entry, machine_name, write_machine_file
 
-    from .machine import detect_identity, machine_entry, machine_name, write_machine_file
-
+    path = Path(args.file).expanduser()
+    if problem := _writable_file_problem("--file", args.file):
+        raise MachineFileError(f"{problem}; nothing was written")
     identity = detect_identity(args.device)
     entry = machine_entry(identity, args.name or machine_name(identity))
-    write_machine_file(entry, Path(args.file).expanduser())
+    write_machine_file(entry, path)
     print(f"wrote machine {entry['machine']!r} to {args.file}")
     print(json.dumps(entry, indent=2))
     return 0
 
 
 def _threshold_pattern(text: str) -> tuple[str, float]:
+    if text.count("=") > 1:
+        raise argparse.ArgumentTypeError(f"expected PATTERN=PERCENT with one '=', e.g. 'fp16/*=4', got {text!r}")
     pattern, sep, value = text.rpartition("=")
     try:
         percent = float(value)
@@ -162,6 +260,17 @@ def _threshold_pattern(text: str) -> tuple[str, float]:
     if not sep or not pattern or not 0 <= percent < 100:
         raise argparse.ArgumentTypeError(f"expected PATTERN=PERCENT, e.g. 'fp16/*=4', got {text!r}")
     return pattern, percent / 100
+
+
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < MIN_ROUNDS:
+        raise argparse.ArgumentTypeError(f"rounds per commit must be a whole number of at least {MIN_ROUNDS} "
+                                         f"(the between-round spread of fewer cannot be tested), got {text!r}")
+    return value
 
 
 def _percent(text: str) -> float:
@@ -174,63 +283,72 @@ def _percent(text: str) -> float:
     return value / 100
 
 
-def cmd_gate(args) -> int:
-    from dataclasses import replace
-    from pathlib import Path
-
-    from .changes import ChangeError, resolve_commit, select_kernels
-    from .gate import EXIT_UNDECIDED, cases_for, markdown, publish_report, run_gate
-    from .machine import detect_identity, machine_entry, machine_name, write_machine_file
+def _gate_input_problem(args) -> str | None:
+    """What is wrong with the gate's arguments that the parser cannot see, found before git, asv or the GPU."""
+    from fnmatch import fnmatchcase
 
     repo = Path(args.repo).resolve()
     path = repo / "sgemm" / "catalogue.toml"
-    try:
-        base, head = resolve_commit(str(repo), args.base), resolve_commit(str(repo), args.head)
-        selection = select_kernels(str(repo), base, head)
-        checked_out = resolve_commit(str(repo), "HEAD")
-    except ChangeError as exc:
-        print(f"sgemm gate: {exc}", file=sys.stderr)
-        return EXIT_UNDECIDED
-    if checked_out != head:
-        print(f"sgemm gate: warning: the suite's parameters come from the working tree at {checked_out[:12]}, "
-              f"not from head {head[:12]}: check out head to measure every kernel it has", file=sys.stderr)
-    # The suite runs with the working tree's catalogue: only its kernels, sizes and shapes exist as benchmarks.
+    if not path.is_file():
+        return f"{repo}: no sgemm/catalogue.toml; run in a checkout of this project or pass --repo"
     kernels = catalogue.load_catalogue(path, repo / "kernels")
-    if args.kernel:
-        asked = {k.name: "asked for" for k in catalogue.select(args.kernel, kernels)}
-        selection = replace(selection, reasons={**asked, **selection.reasons},
-                            kernels=tuple(n for n in kernels if n in asked or n in selection.kernels))
-    missing = [name for name in selection.kernels if name not in kernels]
-    sizes = args.size or catalogue.default_sizes(path)
-    sweep_kernels, sweep_shapes = catalogue.sweep(path)
-    cases = cases_for(tuple(n for n in selection.kernels if n in kernels), sizes, sweep_kernels, sweep_shapes,
-                      selection.controls)
-    why = selection.everything or "; ".join(f"{name}: {reason}" for name, reason in selection.reasons.items())
-    print(f"sgemm gate: {base[:12]} -> {head[:12]}: {len(cases)} cases of {len(selection.kernels)} kernels ({why})",
-          file=sys.stderr)
-    if missing:
-        print(f"sgemm gate: warning: not in the working tree's catalogue, not measured: {', '.join(missing)}",
-              file=sys.stderr)
-    if args.dry_run:
-        for case in cases:
-            print(case.label)
-        return 0
+    catalogue.select(args.kernel, kernels)
+    sizes = catalogue.default_sizes(path)
+    if unknown := [size for size in args.size or [] if size not in sizes]:
+        return (f"--size {', '.join(map(str, unknown))}: not among the suite's sizes ({', '.join(map(str, sizes))}); "
+                "the gate measures only what the suite has")
+    for pattern, _ in args.threshold_for:
+        if not any(fnmatchcase(name, pattern) for name in kernels):
+            return f"--threshold-for {pattern!r} matches no kernel in the working tree's catalogue"
+    if args.report:
+        return _writable_file_problem("--report", args.report)
+    return None
 
-    identity = detect_identity(args.device)
-    if identity is None:
-        print("sgemm gate: no GPU found through NVML: nothing can be measured here", file=sys.stderr)
+
+def cmd_gate(args) -> int:
+    if problem := _gate_input_problem(args):
+        print(f"sgemm gate: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    from pathlib import Path
+
+    from .gate import EXIT_UNDECIDED, GateError, Request, Settings, gate
+
+    request = Request(
+        Path(args.repo).resolve(), args.base, args.head, tuple(args.kernel), tuple(args.size or ()), not args.no_sweep,
+        Settings(args.threshold, tuple(args.threshold_for), args.rounds, max(args.max_rounds, args.rounds)),
+        Path(args.work).resolve() if args.work else None, args.machine, Path(args.report) if args.report else None,
+        Path(args.noise) if args.noise else None, args.device)
+    try:
+        return gate(request, dry_run=args.dry_run)
+    except (GateError, UnknownKernelError, CatalogueError) as exc:
+        print(f"sgemm gate: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return EXIT_UNDECIDED
-    machine = args.machine or machine_name(identity)
-    write_machine_file(machine_entry(identity, machine))  # asv asks interactively for a machine it does not know
-    work_dir = Path(args.work).resolve() if args.work else repo / ".asv" / "gate"
-    result = run_gate(repo, base, head, selection, cases, machine, work_dir, args.rounds, args.threshold,
-                      args.threshold_for)
-    gpu_line = (f"{identity.model}, compute capability {identity.compute_capability}, driver {identity.driver}, "
-                f"max SM clock {identity.max_sm_clock_mhz} MHz")
-    text = markdown(result, gpu_line, args.threshold, args.threshold_for)
-    print(text)
-    publish_report(text, Path(args.report) if args.report else None)
-    return result.exit_status
+    except Exception as exc:  # 1 means "a kernel got slower": no other failure may read as that
+        print(f"sgemm gate: failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+              file=sys.stderr)
+        return EXIT_UNDECIDED
+
+
+def cmd_noise(args) -> int:
+    from pathlib import Path
+
+    from .noise import default_path, learn, write
+
+    results = Path(args.results)
+    if not (results / args.machine).is_dir():
+        print(f"sgemm noise: {results} has no results of machine {args.machine!r}", file=sys.stderr)
+        return 2
+    noise, runs = learn(results, args.machine)
+    if not noise:
+        print(f"sgemm noise: no run of {args.machine!r} in {results} recorded two rounds or more of a case "
+              "(asv run --record-samples, with the round tracks)", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else default_path(Path(args.repo), args.machine)
+    write(out, args.machine, noise, runs)
+    sds = sorted(n.sd for n in noise.values())
+    print(f"wrote {out}: {len(noise)} cases from {runs} runs; between-round sd median {sds[len(sds) // 2]:.3%}, "
+          f"largest {sds[-1]:.3%}")
+    return 0
 
 
 def _made_from_results(args) -> list[str]:
@@ -242,8 +360,6 @@ def _made_from_results(args) -> list[str]:
 
 
 def cmd_publish(args) -> int:
-    from pathlib import Path
-
     from .publish import CROSS_GPU_DIR, PublishError, publish_site
     from .site import SiteError
 
@@ -253,10 +369,10 @@ def cmd_publish(args) -> int:
                             Path(args.npm_cache) if args.npm_cache else None)
     except PublishError as exc:
         print(f"sgemm publish: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except SiteError as exc:
         print(f"sgemm publish: the site was published but cannot work offline: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     if site.cross_gpu:
         print(f"cross-GPU page: {site.html_dir / CROSS_GPU_DIR / 'index.html'}")
     else:
@@ -283,9 +399,7 @@ def _live_gpu(device: int):
 
 
 def _report_across_gpus(args, kernels) -> int:
-    from pathlib import Path
-
-    from .crossgpu import report_across_gpus
+    from .crossgpu import gpu_runs, report_across_gpus
     from .report import ReportError
 
     if not args.results:
@@ -295,6 +409,11 @@ def _report_across_gpus(args, kernels) -> int:
         print("sgemm report: --across-gpus takes every machine's newest run and one --size", file=sys.stderr)
         return 2
     try:
+        if args.size:  # a size no GPU measured would make a page with no tables
+            measured = sorted({point.size for run in gpu_runs(Path(args.results)) for point in run.points})
+            if args.size[0] not in measured:
+                raise ReportError(f"--size {args.size[0]}: no GPU in {args.results} measured that size (measured: "
+                                  f"{', '.join(map(str, measured))})")
         written = report_across_gpus(Path(args.results), Path(args.out), kernels, _made_from_results(args),
                                      args.size[0] if args.size else None)
     except ReportError as exc:
@@ -307,10 +426,12 @@ def _report_across_gpus(args, kernels) -> int:
 
 def cmd_report(args) -> int:
     import datetime
-    from pathlib import Path
 
     from .report import Gpu, ReportError, points_from_asv, points_from_cases, seed_kernels, write_report
 
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        print(f"sgemm report: --out {args.out} is a file: name a directory", file=sys.stderr)
+        return EXIT_BAD_INPUT
     kernels = catalogue.load_catalogue()
     seeds = catalogue.seeds()
     if args.seed:
@@ -326,23 +447,26 @@ def cmd_report(args) -> int:
         print("sgemm report: --size chooses what to measure; with --results the sizes are those asv ran",
               file=sys.stderr)
         return 2
-    live = _live_gpu(args.device)
     if args.results:
         from .machine import detect_identity, machine_name
 
-        machine = args.machine or (machine_name(detect_identity(args.device)) if live else None)
+        machine = args.machine
+        if not machine:  # this box's machine: the GPU is read to name it
+            machine = machine_name(detect_identity(args.device)) if _live_gpu(args.device) else None
         if not machine:
             print("sgemm report: no GPU here to name the machine: pass --machine", file=sys.stderr)
-            return 2
+            return EXIT_BAD_INPUT
         try:
             points, commit, facets = points_from_asv(Path(args.results), machine, args.commit)
         except ReportError as exc:
             print(f"sgemm report: {exc}", file=sys.stderr)
-            return 2
+            return EXIT_BAD_INPUT
+        live = _live_gpu(args.device)  # only once the results were found: its facts fill the header
         gpu = live if live and live.name == facets.get("gpu") else Gpu(facets.get("gpu", machine))
         source = f"asv results of machine `{machine}`, commit {commit[:12]}"
     else:
         info = device_info(args.device)  # NoGpuError says why there is no GPU to measure on
+        live = _live_gpu(args.device)
         wanted = {k.name for seed in seeds for _, k in seed_kernels(seed, kernels)}
         wanted |= {f"{k.precision}/cublas" for k in kernels.values() if k.name in wanted}
         sizes = args.size or catalogue.default_sizes()
@@ -372,14 +496,21 @@ def cmd_report(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line (the usage it prints first is in --help)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sgemm", description=__doc__)
+    parser = _Parser(prog="sgemm", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, handler, help_text: str, kernels: bool = True) -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=help_text, description=help_text)
         command.set_defaults(handler=handler)
-        command.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
+        command.add_argument("--device", type=_device, default=0, help="CUDA device index (default 0)")
         if kernels:
             command.add_argument("-k", "--kernel", action="append", default=[],
                                  help="kernel name or precision prefix, e.g. fp32/naive or fp16 (repeatable)")
@@ -388,19 +519,22 @@ def build_parser() -> argparse.ArgumentParser:
     add("list", cmd_list, "show the kernel catalogue")
     check = add("check", cmd_check, "check every kernel against an FP64 reference on this GPU")
     check.add_argument("--shape", type=parse_shape, action="append", help="MxNxK (repeatable)")
-    check.add_argument("--alpha", type=float, default=1.0)
-    check.add_argument("--beta", type=float, default=0.0)
+    check.add_argument("--alpha", type=_finite, default=1.0)
+    check.add_argument("--beta", type=_finite, default=0.0)
     bench = add("bench", cmd_bench, "verify, then time kernels with NVBench and print a table")
-    bench.add_argument("--size", type=int, action="append", help="square size (repeatable; default: the suite's)")
-    bench.add_argument("--shape", type=parse_shape, action="append", help="MxNxK (repeatable)")
+    shapes = bench.add_mutually_exclusive_group()
+    shapes.add_argument("--size", type=_size, action="append", help="square size (repeatable; default: the suite's)")
+    shapes.add_argument("--shape", type=parse_shape, action="append", help="MxNxK (repeatable)")
     bench.add_argument("--json", help="also write every case's samples and telemetry to this file")
     report = add("report", cmd_report, "rebuild the seed worklogs' tables and plots, from asv results or a fresh "
                  "measurement on this GPU", kernels=False)
     report.add_argument("--results", help="asv results directory to read (default: measure now on this GPU)")
-    report.add_argument("--machine", help="asv machine name under --results (default: this box's)")
+    report.add_argument("--machine", type=_machine_name, help="asv machine name under --results (default: "
+                        "this box's)")
     report.add_argument("--commit", help="commit hash or prefix (default: the newest run of the machine)")
     report.add_argument("--seed", action="append", help="seed number, e.g. 001 (repeatable; default: every seed)")
-    report.add_argument("--size", type=int, action="append", help="square size to measure (repeatable; fresh runs)")
+    report.add_argument("--size", type=_size, action="append", help="square size to measure (repeatable; fresh "
+                        "runs)")
     report.add_argument("--across-gpus", action="store_true", help="one table per precision with a column group "
                         "per GPU, from every machine in --results (e.g. merged results); --size picks the size")
     report.add_argument("--out", required=True, help="directory for README.md, the PNG plots and points.json")
@@ -414,30 +548,45 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("head", help="the commit with the change")
     gate.add_argument("-k", "--kernel", action="append", default=[],
                       help="also measure this kernel or precision, changed or not (repeatable)")
-    gate.add_argument("--size", type=int, action="append", help="square size (repeatable; default: the suite's)")
+    gate.add_argument("--size", type=_size, action="append", help="square size, one of the suite's (repeatable; "
+                      "default: all of them)")
     gate.add_argument("--threshold", type=_percent, default=0.02, metavar="PERCENT",
                       help="smallest change in time that counts, in percent (default 2)")
     gate.add_argument("--threshold-for", type=_threshold_pattern, action="append", default=[],
                       metavar="PATTERN=PERCENT", help="threshold for kernels matching a shell pattern, e.g. "
                       "'fp16/*=4' (repeatable; the last match wins)")
-    gate.add_argument("--rounds", type=int, default=2, help="interleaved rounds per commit (default 2)")
+    gate.add_argument("--rounds", type=_rounds, default=DEFAULT_ROUNDS,
+                      help=f"interleaved rounds per commit, at least {MIN_ROUNDS} (default {DEFAULT_ROUNDS})")
+    gate.add_argument("--max-rounds", type=_rounds, default=DEFAULT_MAX_ROUNDS,
+                      help=f"rounds per commit for a case whose verdict is still open (default {DEFAULT_MAX_ROUNDS})")
+    gate.add_argument("--noise", help="between-round noise of unchanged code, from `sgemm noise` "
+                      "(default: REPO/noise/MACHINE.json when present)")
     gate.add_argument("--repo", default=".", help="the repository (default: the current directory)")
     gate.add_argument("--work", help="the gate's asv environments and results (default: REPO/.asv/gate)")
-    gate.add_argument("--machine", help="asv machine name (default: from the GPU model)")
+    gate.add_argument("--machine", type=_machine_name, help="asv machine name (default: from the GPU model)")
     gate.add_argument("--report", help="also write the Markdown report to this file")
+    gate.add_argument("--no-sweep", action="store_true", help="square sizes only: leave out seed 003's shape sweep")
     gate.add_argument("--dry-run", action="store_true", help="list the cases the change selects; measure nothing")
     publish = add("publish", cmd_publish, "build the static site of a results tree: asv publish, the cross-GPU "
                   "page, and every library the pages load vendored beside them (works offline)", kernels=False)
     publish.add_argument("--results", required=True, help="asv results directory (e.g. merged by `sgemm merge`)")
-    publish.add_argument("--html", required=True, help="the site's directory (asv publish empties it first)")
+    publish.add_argument("--html", required=True, help="the site's directory: new, empty, or a site sgemm publish "
+                         "made (replaced whole once the new one is built); never the repository or the results")
     publish.add_argument("--repo", default=".", help="the repository the results were measured from (default: .)")
-    publish.add_argument("--size", type=int, help="square size of the cross-GPU page (default: the largest size "
+    publish.add_argument("--size", type=_size, help="square size of the cross-GPU page (default: the largest size "
                          "every GPU measured)")
     publish.add_argument("--npm-cache", help="folder of the libraries' npm tarballs: read when it holds them, "
                          "filled when the registry is reachable (needed offline)")
+    noise = add("noise", cmd_noise, "learn each case's between-round noise on one machine from asv results of "
+                "unchanged code (the history, or an A/A gate), for the gate", kernels=False)
+    noise.add_argument("--results", required=True, help="asv results directory")
+    noise.add_argument("--machine", required=True, help="asv machine name")
+    noise.add_argument("--repo", default=".", help="the repository (default: the current directory)")
+    noise.add_argument("--out", help="the noise file (default: REPO/noise/MACHINE.json)")
     machine = add("machine", cmd_machine, "write this box's entry in the asv machine file from NVML", kernels=False)
-    machine.add_argument("--name", help="machine name (default: from the GPU model)")
-    machine.add_argument("--file", default="~/.asv-machine.json")
+    machine.add_argument("--name", type=_machine_name, help="machine name (default: from the GPU model)")
+    machine.add_argument("--file", default="~/.asv-machine.json", help="asv's machine file (default: "
+                         "~/.asv-machine.json; its folder must exist)")
     return parser
 
 
@@ -446,24 +595,29 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(_glue_signed_values(given))
+    except SystemExit as exc:  # a bad argument (2), or --help (0): the parser has said why
+        return exc.code if isinstance(exc.code, int) else EXIT_OK if exc.code is None else EXIT_BAD_INPUT
+    args.argv = given
     warnings.showwarning = _show_warning
+    from .machine import MachineFileError
+
     try:
         return args.handler(args)
     except (UnknownKernelError, CatalogueError) as exc:
         print(f"sgemm: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except NoGpuError as exc:
+        print(f"sgemm {args.command}: {no_gpu_message(exc)}", file=sys.stderr)
+        return EXIT_FAILED
+    except MachineFileError as exc:
         print(f"sgemm {args.command}: {exc}", file=sys.stderr)
-        return 1
-    except Exception as exc:
-        from .machine import MachineFileError
-
-        if isinstance(exc, MachineFileError):
-            print(f"sgemm machine: {exc}", file=sys.stderr)
-            return 1
-        raise
+        return EXIT_BAD_INPUT
+    except OSError as exc:  # a path given that cannot be read or written
+        print(f"sgemm {args.command}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

@@ -1,36 +1,46 @@
-"""The pull-request gate: measure what a change can affect at both commits and judge each case at equal SM clock.
+"""The pull-request gate: measure what a change can affect at both commits, round by round, and judge every case.
 
 asv does the running: `asv continuous` builds each commit in its own virtualenv and measures the two commits in
-interleaved rounds, with every sample recorded, under a configuration and results directory of the gate's own
-(`.asv/gate` by default), so that a pull request's runs never enter the published history. The gate then reads
-what asv recorded, judges every case (sgemm.verdict), measures the AMBIGUOUS ones once more, and writes a Markdown
-report.
+interleaved rounds (one process per case, method and round), under a configuration and results directory of the
+gate's own (`.asv/gate` by default), so that a pull request's runs never enter the published history. The gate reads
+each round's figures back (sgemm.asvsuite), judges the cases together (sgemm.verdict), measures the cases whose
+verdict is still open in more rounds, up to a cap, and writes a Markdown report.
 
-Exit status: 0 no regression; 1 at least one REGRESSION; 2 the gate could not decide (asv or a benchmark failed,
-nothing could be measured here, a case stayed AMBIGUOUS after being measured again, or a cuBLAS control got
-slower, so that the box rather than the change may have moved).
+The GPU must be the gate's alone: before every asv call the gate waits a bounded time for other processes to leave
+it, and every benchmark process refuses to measure while another is there.
+
+Exit status: 0 no regression; 1 at least one REGRESSION; 2 the gate could not decide: the GPU was shared, asv or a
+benchmark failed, a case stayed AMBIGUOUS, a kernel came or went undeclared, or the gate itself failed.
 """
 
 from __future__ import annotations
 
-import ast
-import itertools
+import json
 import math
 import os
-import re
+import shlex
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import asvsuite
 from .asvconf import write_asv_config
+from .asvsuite import SuiteCase
 from .changes import Selection
-from .verdict import Comparison, Side, Verdict, compare, threshold_for
+from .record import EVENTS_VARIABLE, NVBENCH_ARGS_VARIABLE
+from .verdict import (FALSE_DISCOVERY_RATE, MIN_ROUNDS, POWER, Case, Comparison, Noise, Rounds, Verdict, judge,
+                      threshold_for)
 
-# The methods a verdict needs; the other tracks (TFLOP/s, temperature) are not run by the gate.
-GATE_METHODS = ("track_time", "track_sm_clock", "track_throttled", "track_power")
 EXIT_PASS, EXIT_REGRESSION, EXIT_UNDECIDED = 0, 1, 2
+DEFAULT_ROUNDS = MIN_ROUNDS
+DEFAULT_MAX_ROUNDS = 9
+IDLE_TIMEOUT_S = 30  # how long the gate waits for another process to leave the GPU before it gives up
+# NVBench's stopping rule for a gate's rounds: its evidence is the spread between rounds, and a round's median needs
+# a hundred samples or so, not the default half second each and a noise target that a 9 us kernel may chase for 15 s.
+NVBENCH_ARGS = ("--min-time", "0.1", "--max-noise", "5", "--timeout", "5")
 
 
 class GateError(RuntimeError):
@@ -38,137 +48,150 @@ class GateError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class CaseKey:
-    """One case of the suite: a benchmark class and one of its parameter combinations."""
+class Settings:
+    """How the gate measures and judges."""
 
-    benchmark: str  # "Gemm" or "GemmShapes"
-    params: tuple  # Python values, e.g. ("float4", 4096, "fp32")
+    threshold: float = 0.02
+    patterns: tuple[tuple[str, float], ...] = ()
+    rounds: int = DEFAULT_ROUNDS  # per commit, interleaved, in the first measurement
+    max_rounds: int = DEFAULT_MAX_ROUNDS  # per commit, for cases whose verdict is still open
+    noise: dict[str, Noise] = field(default_factory=dict)  # case label -> between-round noise of unchanged code
+    idle_timeout_s: float = IDLE_TIMEOUT_S
+    nvbench_args: tuple[str, ...] = NVBENCH_ARGS
 
-    @property
-    def kernel(self) -> str:
-        if self.benchmark == "Gemm":
-            family, _, precision = self.params
-            return f"{precision}/{family}"
-        return self.params[0]
+
+@dataclass(frozen=True)
+class Pair:
+    """A case as the gate compares it: what is measured at base, and at head (other names for a renamed kernel)."""
+
+    base: SuiteCase
+    head: SuiteCase
 
     @property
     def label(self) -> str:
-        """The case as the report names it: the kernel's name, then its shape."""
-        if self.benchmark == "Gemm":
-            size = self.params[1]
-            return f"{self.kernel} {size}x{size}x{size}"
-        return f"{self.kernel} {self.params[1]} (shape sweep)"
-
-    def pattern(self, methods: tuple[str, ...] = GATE_METHODS) -> str:
-        """asv's -b regular expression selecting exactly this case (asv matches `name(param, ...)`)."""
-        arguments = ", ".join(repr(value) for value in self.params)
-        return rf"^bench_gemm\.{self.benchmark}\.({'|'.join(methods)})\({re.escape(arguments)}\)$"
+        if self.base == self.head:
+            return self.head.label
+        return f"{self.head.label} (was {self.base.kernel})"
 
 
-def cases_for(kernels: tuple[str, ...], sizes: list[int], sweep_kernels: list[str],
-              sweep_shapes: list[tuple[int, int, int]], controls: tuple[str, ...] = ()) -> list[CaseKey]:
-    """Every case of the suite that measures one of these kernels; the controls at the square sizes only.
-
-    A control says whether the box moved between the two commits' runs: its square sizes show that, and measuring
-    it again across the shape sweep would lengthen every gate for no further evidence.
-    """
-    cases = []
-    for name in kernels:
-        precision, family = name.split("/", 1)
-        cases += [CaseKey("Gemm", (family, size, precision)) for size in sizes]
-        if name in sweep_kernels and name not in controls:
-            cases += [CaseKey("GemmShapes", (name, "x".join(map(str, shape)))) for shape in sweep_shapes]
-    return cases
+def pairs_for(cases: list[SuiteCase], renamed: dict[str, str]) -> list[Pair]:
+    """Each case, with the base name of a renamed kernel."""
+    pairs = []
+    for case in cases:
+        old = renamed.get(case.kernel)
+        if not old:
+            pairs.append(Pair(case, case))
+        elif case.benchmark == asvsuite.GEMM:
+            pairs.append(Pair(SuiteCase.square(old, case.shape[0]), case))
+        else:
+            pairs.append(Pair(SuiteCase.sweep(old, case.shape), case))
+    return pairs
 
 
 @dataclass
 class Outcome:
-    """What asv recorded for the cases at the two commits."""
+    """What asv recorded of the cases at the two commits."""
 
-    sides: dict[CaseKey, tuple[Side, Side]] = field(default_factory=dict)
-    failed: dict[CaseKey, str] = field(default_factory=dict)  # the case cannot be judged, and why
-    not_compared: dict[CaseKey, str] = field(default_factory=dict)  # skipped on a side (not an error), and why
+    sides: dict[Pair, tuple[Rounds, Rounds]] = field(default_factory=dict)
+    failed: dict[Pair, str] = field(default_factory=dict)  # the case cannot be judged, and why
+    not_compared: dict[Pair, str] = field(default_factory=dict)  # skipped on a side (not an error), and why
+    shared_gpu: list[str] = field(default_factory=list)  # a benchmark found another process on the GPU
 
 
-def run_continuous(config: Path, machine: str, base: str, head: str, cases: list[CaseKey], rounds: int,
-                   repo: Path) -> int:
+def run_continuous(config: Path, machine: str, base: str, head: str, cases: list[SuiteCase], rounds: int,
+                   repo: Path, events: Path, append: bool, nvbench_args: tuple[str, ...] = NVBENCH_ARGS) -> int:
     """`asv continuous` over exactly these cases; its output goes to stderr. Returns asv's exit status.
 
-    `--no-stats`: asv's own comparison table would run its Mann-Whitney test on every recorded sample, which is
-    quadratic (NVBench records ~55,000 samples a round of a 9 us kernel: hours per case). The verdict runs the same
-    test on a thinned set of them instead (sgemm.verdict).
+    `--no-stats`: asv's own comparison table would test pooled samples, which is both the wrong unit (sgemm.verdict)
+    and quadratic in them. `--append-samples` on a later call adds rounds to those already recorded.
     """
     command = [sys.executable, "-m", "asv", "continuous", "--config", str(config), "--machine", machine,
                "--interleave-rounds", "--attribute", f"rounds={rounds}", "--record-samples", "--show-stderr",
                "--no-stats"]
+    if append:
+        command.append("--append-samples")
     for case in cases:
         command += ["--bench", case.pattern()]
-    print(f"sgemm gate: asv continuous over {len(cases)} cases x {len(GATE_METHODS)} tracks, {rounds} rounds",
-          file=sys.stderr)
+    print(f"sgemm gate: asv continuous over {len(cases)} cases x {len(asvsuite.GATE_TRACKS)} tracks, "
+          f"{rounds} rounds per commit", file=sys.stderr)
     # asv turns ASV_PYTHONPATH into PYTHONPATH for a virtualenv's processes, and its benchmark runner then removes
     # those paths from sys.path, even where the environment's .pth file (SGEMM_CUDA_SITE) had put them.
     env = {key: value for key, value in os.environ.items() if key != "ASV_PYTHONPATH"}
+    env[EVENTS_VARIABLE] = str(events)  # why a case failed or was skipped
+    env[NVBENCH_ARGS_VARIABLE] = shlex.join(nvbench_args)
     return subprocess.run([*command, base, head], cwd=repo, env=env, stdout=sys.stderr).returncode
 
 
-def _results_at(results_dir: Path, machine: str, commit: str):
-    from asv.results import iter_results_for_machine_and_hash
-
-    runs = list(iter_results_for_machine_and_hash(str(results_dir), machine, commit))
+def _reader(results_dir: Path, machine: str, commit: str) -> asvsuite.RunReader:
+    runs = asvsuite.runs(results_dir, machine, commit)
     if not runs:
         raise GateError(f"asv recorded nothing for commit {commit[:12]} on machine {machine!r} in {results_dir}")
-    return runs[0]
+    return runs[-1]
 
 
-def _value(run, method: str, case: CaseKey):
-    """(value, samples, stats) of one method of one case; None value: failed, NaN: skipped or not run."""
-    name = f"bench_gemm.{case.benchmark}.{method}"
-    if name not in run.get_all_result_keys():
-        return math.nan, None, None
-    params = run.get_result_params(name)
-    combos = [tuple(ast.literal_eval(v) for v in combo) for combo in itertools.product(*params)]
-    if case.params not in combos:
-        return math.nan, None, None
-    index = combos.index(case.params)
-    return (run.get_result_value(name, params)[index], run.get_result_samples(name, params)[index],
-            run.get_result_stats(name, params)[index])
+def _number(value) -> float:
+    return math.nan if value is None else float(value)
 
 
-def _side(run, case: CaseKey) -> Side | str:
-    """The case as recorded at one commit, or why it has no time there ('failed: ...' or 'skipped')."""
-    time, samples, stats = _value(run, "track_time", case)
-    if time is None:
-        return "failed: the benchmark raised (see asv's output above)"
-    if isinstance(time, float) and math.isnan(time):
+def read_rounds(run: asvsuite.RunReader, case: SuiteCase) -> Rounds | str:
+    """The case's rounds as recorded at one commit, or why there are none ('failed: ...' or 'skipped')."""
+    value = run.value(case, asvsuite.ROUND_TIME)
+    if value is None:
+        return "failed"
+    if isinstance(value, float) and math.isnan(value):
         return "skipped"
-    if not samples:
-        return "failed: no samples recorded"
-    clock, clock_samples, _ = _value(run, "track_sm_clock", case)
-    throttled, throttled_samples, _ = _value(run, "track_throttled", case)
-    power, _, _ = _value(run, "track_power", case)
-
-    def number(value) -> float:
-        return math.nan if value is None else float(value)
-
-    if throttled_samples:
-        throttled = sum(throttled_samples)
-    return Side(list(samples), stats, number(clock), number(throttled), number(power))
+    medians = run.samples(case, asvsuite.ROUND_TIME)
+    if not medians:
+        return "failed: no round recorded (asv ran without --record-samples?)"
+    clocks = run.samples(case, asvsuite.ROUND_SM_CLOCK) or []
+    counts = run.samples(case, asvsuite.ROUND_SAMPLES) or []
+    cards = run.samples(case, asvsuite.CARD) or []
+    throttled = run.samples(case, asvsuite.THROTTLED)
+    return Rounds(tuple(medians), tuple(clocks), tuple(int(c) for c in counts),
+                  sum(throttled) if throttled else _number(run.value(case, asvsuite.THROTTLED)),
+                  _number(run.value(case, asvsuite.POWER)), tuple(f"{int(c):06x}" for c in cards))
 
 
-def read_outcome(results_dir: Path, machine: str, base: str, head: str, cases: list[CaseKey]) -> Outcome:
-    before_run, after_run = _results_at(results_dir, machine, base), _results_at(results_dir, machine, head)
-    outcome = Outcome()
-    for case in cases:
-        before, after = _side(before_run, case), _side(after_run, case)
-        if isinstance(before, Side) and isinstance(after, Side):
-            outcome.sides[case] = (before, after)
-        elif any(isinstance(side, str) and side.startswith("failed") for side in (before, after)):
-            outcome.failed[case] = f"base: {before if isinstance(before, str) else 'ok'}; " \
-                                   f"head: {after if isinstance(after, str) else 'ok'}"
+def read_events(path: Path) -> list[dict]:
+    """What the benchmark processes said about cases they could not measure (sgemm.record.record_event)."""
+    if not path.exists():
+        return []
+    events = []
+    for line in path.read_text().splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut short by a killed process: the rest still count
+    return events
+
+
+def _case_id(case: SuiteCase) -> str:
+    m, n, k = case.shape
+    return f"{case.kernel}/{m}x{n}x{k}"  # sgemm.record.Case.id
+
+
+def read_outcome(results_dir: Path, machine: str, base: str, head: str, pairs: list[Pair],
+                 events: list[dict]) -> Outcome:
+    before_run, after_run = _reader(results_dir, machine, base), _reader(results_dir, machine, head)
+    reasons = {(e.get("commit"), e.get("case")): e.get("reason", "") for e in events}
+    outcome = Outcome(shared_gpu=sorted({e["reason"] for e in events if e.get("kind") == "gpu shared"}))
+    for pair in pairs:
+        before, after = read_rounds(before_run, pair.base), read_rounds(after_run, pair.head)
+        if isinstance(before, Rounds) and isinstance(after, Rounds):
+            outcome.sides[pair] = (before, after)
+            continue
+        failures = []
+        for side, commit, case, figures in (("base", base, pair.base, before), ("head", head, pair.head, after)):
+            if isinstance(figures, str) and figures.startswith("failed"):
+                why = reasons.get((commit, _case_id(case))) or figures.partition(": ")[2] or \
+                    "the benchmark raised; no reason was recorded"
+                failures.append(f"{side}: {why}")
+        if failures:
+            outcome.failed[pair] = "; ".join(failures)
         elif before == after == "skipped":
-            outcome.not_compared[case] = "skipped at both commits (shape or GPU not supported)"
+            outcome.not_compared[pair] = "skipped at both commits (shape or GPU not supported)"
         else:
-            outcome.not_compared[case] = "new at head" if before == "skipped" else "skipped at head"
+            outcome.not_compared[pair] = "new at head" if before == "skipped" else "skipped at head"
     return outcome
 
 
@@ -178,76 +201,110 @@ class GateResult:
     head: str
     machine: str
     selection: Selection
-    rounds: int
+    settings: Settings
     comparisons: list[Comparison]
     outcome: Outcome
-    remeasured: list[str]
+    rounds_run: int  # per commit, the most any case got
     problems: list[str]  # why the gate could not decide, beyond the cases themselves
+    wall_s: float = 0.0
 
     @property
-    def moved_controls(self) -> list[Comparison]:
-        """Control cases (cuBLAS, which no change can touch) that read slower at head: the box moved."""
-        return [c for c in self.comparisons
-                if c.verdict is Verdict.REGRESSION and _kernel(c) in self.selection.controls]
+    def judged(self) -> list[Comparison]:
+        return [c for c in self.comparisons if not c.case.is_control]
 
     @property
     def exit_status(self) -> int:
-        verdicts = {c.verdict for c in self.comparisons}
-        # A kernel's regression counts unless its precision's control slowed too: then the box, not the change,
-        # may have moved, and the gate cannot tell which.
-        moved = {_precision(c) for c in self.moved_controls}
-        if any(c.verdict is Verdict.REGRESSION and _precision(c) not in moved for c in self.comparisons):
+        if self.outcome.shared_gpu:
+            return EXIT_UNDECIDED  # nothing measured beside another process can be believed, not even a slowdown
+        if any(c.verdict is Verdict.REGRESSION for c in self.judged):
             return EXIT_REGRESSION
-        if moved:
+        if self.problems or self.outcome.failed or self.selection.undeclared:
             return EXIT_UNDECIDED
-        if Verdict.AMBIGUOUS in verdicts or self.outcome.failed or self.problems or not self.comparisons:
+        if any(c.verdict is Verdict.AMBIGUOUS for c in self.judged):
             return EXIT_UNDECIDED
         return EXIT_PASS
 
 
-def _kernel(comparison: Comparison) -> str:
-    return comparison.case.split(" ", 1)[0]  # a case's label starts with its kernel's name (CaseKey.label)
+def _cases_to_judge(outcome: Outcome, selection: Selection, settings: Settings) -> list[Case]:
+    controls = {pair.head.label: pair for pair in outcome.sides if pair.head.kernel in selection.controls}
+    control_sizes = {}
+    for pair in controls.values():
+        control_sizes.setdefault(pair.head.precision, []).append(pair.head.shape[0])
+    cases = []
+    for pair, (before, after) in outcome.sides.items():
+        kernel = pair.head.kernel
+        reference = None
+        if kernel not in selection.controls and pair.head.precision in control_sizes:
+            # The control at the same size; for a shape of the sweep, at the square size nearest its volume.
+            volume = math.prod(pair.head.shape) ** (1 / 3)
+            size = min(control_sizes[pair.head.precision], key=lambda s: abs(math.log(s / volume)))
+            reference = SuiteCase.square(f"{pair.head.precision}/cublas", size).label
+            reference = reference if reference in controls else None
+        cases.append(Case(pair.label, kernel, before, after,
+                          threshold_for(kernel, settings.threshold, list(settings.patterns)),
+                          settings.noise.get(pair.head.label), kernel in selection.controls, reference))
+    return cases
 
 
-def _precision(comparison: Comparison) -> str:
-    return _kernel(comparison).split("/", 1)[0]
+def wait_for_gpu(device: int, timeout_s: float) -> None:
+    """Return when no other process is on the GPU; GateError naming them after `timeout_s`."""
+    from .telemetry import GpuBusyError, TelemetryUnavailable, nvml_handle, wait_until_idle
+
+    try:
+        handle = nvml_handle(device)
+    except TelemetryUnavailable as exc:
+        raise GateError(f"cannot check that the GPU is free: {exc}") from exc
+    try:
+        wait_until_idle(handle, timeout_s, own_pids=frozenset({os.getpid()}))
+    except GpuBusyError as exc:
+        raise GateError(str(exc)) from exc
 
 
-def judge(outcome: Outcome, default_threshold: float, patterns: list[tuple[str, float]]) -> list[Comparison]:
-    return [compare(case.label, before, after, threshold_for(case.kernel, default_threshold, patterns))
-            for case, (before, after) in outcome.sides.items()]
-
-
-def run_gate(repo: Path, base: str, head: str, selection: Selection, cases: list[CaseKey], machine: str,
-             work_dir: Path, rounds: int, threshold: float, patterns: list[tuple[str, float]]) -> GateResult:
+def run_gate(repo: Path, base: str, head: str, selection: Selection, cases: list[SuiteCase], machine: str,
+             work_dir: Path, settings: Settings, device: int = 0, gpu_check=wait_for_gpu) -> GateResult:
+    started = time.monotonic()
+    pairs = pairs_for(cases, selection.renamed)
+    if not pairs:
+        return GateResult(base, head, machine, selection, settings, [], Outcome(), 0, [])
     work_dir.mkdir(parents=True, exist_ok=True)
     results_dir = work_dir / "results"
     shutil.rmtree(results_dir, ignore_errors=True)  # only this run's figures are judged
+    events_path = work_dir / "case-events.jsonl"
+    events_path.unlink(missing_ok=True)
     config = write_asv_config(repo, work_dir / "asv.conf.json", env_dir=work_dir / "env",
                               results_dir=results_dir, html_dir=work_dir / "html")
-    problems = []
-    status = run_continuous(config, machine, base, head, cases, rounds, repo)
-    try:
-        outcome = read_outcome(results_dir, machine, base, head, cases)
-    except GateError as exc:
-        return GateResult(base, head, machine, selection, rounds, [], Outcome(), [],
-                          [f"{exc} (asv continuous exited {status})"])
-    comparisons = judge(outcome, threshold, patterns)
-    ambiguous = [case for case, c in zip(outcome.sides, comparisons) if c.verdict is Verdict.AMBIGUOUS]
-    remeasured = []
-    if ambiguous:
-        print(f"sgemm gate: {len(ambiguous)} AMBIGUOUS, measuring them once more", file=sys.stderr)
-        run_continuous(config, machine, base, head, ambiguous, rounds, repo)
-        again = read_outcome(results_dir, machine, base, head, ambiguous)
-        outcome.sides.update(again.sides)
-        outcome.failed.update(again.failed)
-        for case in again.failed:
-            outcome.sides.pop(case, None)
-        comparisons = judge(outcome, threshold, patterns)
-        remeasured = [case.label for case in ambiguous]
-    if status not in (0, 1) and not outcome.failed:
-        problems.append(f"asv continuous exited {status}")
-    return GateResult(base, head, machine, selection, rounds, comparisons, outcome, remeasured, problems)
+    measured = list(dict.fromkeys(case for pair in pairs for case in (pair.base, pair.head)))
+    rounds_run, problems, to_measure, comparisons = 0, [], measured, []
+    outcome = Outcome()
+    while to_measure:
+        step = settings.rounds if rounds_run == 0 else min(settings.rounds, settings.max_rounds - rounds_run)
+        try:
+            gpu_check(device, settings.idle_timeout_s)
+        except GateError as exc:
+            outcome.shared_gpu.append(str(exc))
+            break
+        status = run_continuous(config, machine, base, head, to_measure, step, repo, events_path,
+                                append=rounds_run > 0, nvbench_args=settings.nvbench_args)
+        rounds_run += step
+        try:
+            outcome = read_outcome(results_dir, machine, base, head, pairs, read_events(events_path))
+        except GateError as exc:
+            problems.append(f"{exc} (asv continuous exited {status})")
+            break
+        if status not in (0, 1) and not outcome.failed:
+            problems.append(f"asv continuous exited {status}")
+        if outcome.shared_gpu:
+            break
+        comparisons = judge(_cases_to_judge(outcome, selection, settings))
+        still_open = {c.label for c in comparisons if c.open and not c.case.is_control}
+        if not still_open or rounds_run >= settings.max_rounds:
+            break
+        print(f"sgemm gate: {len(still_open)} cases still open after {rounds_run} rounds: measuring them again",
+              file=sys.stderr)
+        to_measure = list(dict.fromkeys(case for pair in outcome.sides if pair.label in still_open
+                                        for case in (pair.base, pair.head)))
+    return GateResult(base, head, machine, selection, settings, comparisons, outcome, rounds_run, problems,
+                      time.monotonic() - started)
 
 
 _ORDER = {Verdict.REGRESSION: 0, Verdict.AMBIGUOUS: 1, Verdict.IMPROVEMENT: 2, Verdict.SAME: 3}
@@ -266,8 +323,19 @@ def _spread(values: list[float], unit: str, digits: int = 0) -> str:
         f"{low:.{digits}f}–{high:.{digits}f} {unit}"
 
 
-def markdown(result: GateResult, gpu_line: str, threshold: float, patterns: list[tuple[str, float]]) -> str:
-    verdicts = [c.verdict for c in result.comparisons]
+def _cards(sides: list[Rounds]) -> str:
+    cards = sorted({card for side in sides for card in side.cards})
+    return ", ".join(f"`{card}`" for card in cards) or "not recorded"
+
+
+def _table_text(text: str) -> str:
+    """A cell's text with nothing that would end the cell or the row."""
+    return " ".join(text.replace("|", "/").split())
+
+
+def markdown(result: GateResult, gpu_line: str) -> str:
+    settings = result.settings
+    verdicts = [c.verdict for c in result.judged]
     status = result.exit_status
     counts = ", ".join(f"{verdicts.count(v)} {v.value}" for v in Verdict if verdicts.count(v))
     headline = {EXIT_PASS: "PASS", EXIT_REGRESSION: "FAIL: a kernel got slower",
@@ -275,6 +343,8 @@ def markdown(result: GateResult, gpu_line: str, threshold: float, patterns: list
     selection = result.selection
     if selection.everything:
         measured = f"every kernel ({selection.everything})"
+    elif not selection.kernels:
+        measured = "nothing: the change touches no kernel and no measurement code"
     else:
         changed = [f"`{name}` ({why})" for name, why in selection.reasons.items() if name not in selection.controls]
         controls = [f"`{name}`" for name in selection.controls]
@@ -284,11 +354,15 @@ def markdown(result: GateResult, gpu_line: str, threshold: float, patterns: list
     lines = [
         f"## GEMM gate: {headline}",
         "",
-        f"- Base `{result.base[:12]}` → head `{result.head[:12]}`; {counts or 'no case compared'}",
-        f"- GPU: {gpu_line} (asv machine `{result.machine}`)",
+        f"- Base `{result.base[:12]}` → head `{result.head[:12]}`; {counts or 'no case judged'}"
+        + (f"; {result.wall_s:.0f} s" if result.wall_s else ""),
+        f"- GPU: {gpu_line} (asv machine `{result.machine}`); cards: base {_cards(befores)}, head {_cards(afters)}",
         f"- Measured: {measured}",
-        f"- asv continuous, {result.rounds} interleaved rounds per commit, NVBench samples recorded; threshold "
-        f"{threshold:.0%}" + "".join(f", `{p}` {v:.0%}" for p, v in patterns),
+        f"- Rounds: {result.rounds_run} per commit, interleaved, one process each (at least {settings.rounds}; "
+        f"cases still open get more, up to {settings.max_rounds}); threshold {settings.threshold:.1%}"
+        + "".join(f", `{p}` {v:.1%}" for p, v in settings.patterns)
+        + (f"; between-round noise of unchanged code known for {sum(1 for p in result.outcome.sides if p.head.label in settings.noise)} cases"
+           if settings.noise else ""),
         f"- SM clock (median per case): base {_spread([s.sm_clock_mhz for s in befores], 'MHz')}, "
         f"head {_spread([s.sm_clock_mhz for s in afters], 'MHz')}",
         f"- Power (mean per case): base {_spread([s.power_w for s in befores], 'W')}, "
@@ -296,32 +370,45 @@ def markdown(result: GateResult, gpu_line: str, threshold: float, patterns: list
         f"base {_spread([s.throttled_ms for s in befores], 'ms', 1)}, "
         f"head {_spread([s.throttled_ms for s in afters], 'ms', 1)} per case",
     ]
-    if result.remeasured:
-        lines.append(f"- Measured again after an AMBIGUOUS verdict: {', '.join(result.remeasured)}")
-    if selection.removed:
-        lines.append(f"- Removed at head (nothing to compare): {', '.join(selection.removed)}")
+    if selection.renamed:
+        lines.append("- Renamed (compared with the old name at base): "
+                     + ", ".join(f"`{old}` → `{new}`" for new, old in selection.renamed.items()))
+    if selection.retired:
+        lines.append("- Retired at head: " + ", ".join(f"`{name}` ({why})" for name, why in selection.retired.items()))
+    for message in selection.undeclared:
+        lines.append(f"- **Not measured, not declared:** {message}")
+    for message in result.outcome.shared_gpu:
+        lines.append(f"- **The GPU was not the gate's alone:** {message}")
     for problem in result.problems:
         lines.append(f"- **Could not decide:** {problem}")
-    for control in result.moved_controls:
-        lines.append(f"- **The box moved:** the control {control.case} reads {control.ratio:.3f}x the base's time, "
-                     f"though no change can touch it: {_precision(control).upper()} regressions are not "
-                     "attributed to the change")
-    lines += ["", "| case | before | after | ratio | SM clock before → after | ratio at equal clock | verdict | why |",
-              "|---|---:|---:|---:|---:|---:|---|---|"]
-    for c in sorted(result.comparisons, key=lambda c: (_ORDER[c.verdict], c.case)):
+    controls = [c for c in result.comparisons if c.case.is_control]
+    if controls:
+        lines.append("- Controls (cuBLAS; kernels are judged relative to them): "
+                     + ", ".join(f"{c.label} {c.ratio:.3f}x" for c in sorted(controls, key=lambda c: c.label)))
+    lines += ["", "| case | before | after | ratio | vs control | 95% interval | detectable | rounds | "
+              "SM clock before → after | at equal clock | verdict | why |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    for c in sorted(result.judged, key=lambda c: (_ORDER[c.verdict], c.label)):
         verdict = f"**{c.verdict.value}**" if c.verdict is not Verdict.SAME else c.verdict.value
-        lines.append(f"| {c.case} | {_us(c.before.median_s)} | {_us(c.after.median_s)} | {c.ratio:.3f} | "
-                     f"{c.before.sm_clock_mhz:.0f} → {c.after.sm_clock_mhz:.0f} MHz | {c.ratio_at_equal_clock:.3f} | "
-                     f"{verdict} | {c.why} |")
-    for case, why in result.outcome.failed.items():
-        lines.append(f"| {case.label} | | | | | | **ERROR** | {why} |")
+        low, high = c.judged.interval()
+        versus = f"{c.judged.ratio:.3f}" if c.reference else "-"
+        lines.append(f"| {c.label} | {_us(c.case.before.median_s)} | {_us(c.case.after.median_s)} | {c.ratio:.3f} | "
+                     f"{versus} | {low:.3f}–{high:.3f} | {c.detectable:.1%} | "
+                     f"{len(c.case.before.medians_s)}/{len(c.case.after.medians_s)} | "
+                     f"{c.case.before.sm_clock_mhz:.0f} → {c.case.after.sm_clock_mhz:.0f} MHz | "
+                     f"{c.ratio_at_equal_clock:.3f} | {verdict} | {_table_text(c.why)} |")
+    for pair, why in result.outcome.failed.items():
+        lines.append(f"| {pair.label} | | | | | | | | | | **ERROR** | {_table_text(why)} |")
     if result.outcome.not_compared:
-        lines += ["", "Not compared: " + "; ".join(f"{case.label} ({why})"
-                                                   for case, why in result.outcome.not_compared.items())]
-    lines += ["", "Ratio: median time at head / at base (above 1 is slower). At equal clock: the same ratio in SM "
-              "cycles (time x median SM clock of each side). REGRESSION and IMPROVEMENT need asv's significance "
-              "test, the threshold in time, and the threshold at equal clock; when time and clock disagree the case "
-              "is measured again, then AMBIGUOUS.", ""]
+        lines += ["", "Not compared: " + "; ".join(f"{pair.label} ({why})"
+                                                   for pair, why in result.outcome.not_compared.items())]
+    lines += ["", "Each side of a case is its rounds' median times, one asv process per round. Ratio: head over base "
+              "(above 1 is slower); vs control: that ratio over the same-size cuBLAS control's, which is what is "
+              f"judged. The test is Welch's t on the logarithms of the round medians, with the false-discovery rate "
+              f"held at {FALSE_DISCOVERY_RATE:.0%} over the gate's cases (Benjamini-Hochberg). Detectable: the "
+              f"smallest slowdown the test finds {POWER:.0%} of the time at that case's noise; a case is judged at "
+              "the larger of it and the threshold. At equal clock: the ratio in SM cycles (time x the median SM "
+              "clock of each round); a difference in time must be there too, or the case is AMBIGUOUS.", ""]
     return "\n".join(lines)
 
 
@@ -333,3 +420,106 @@ def publish_report(text: str, path: Path | None) -> None:
     if summary:
         with open(summary, "a") as out:
             out.write(text + "\n")
+
+
+@dataclass(frozen=True)
+class Request:
+    """A gate as asked for on the command line."""
+
+    repo: Path
+    base: str  # revisions, resolved by `plan`
+    head: str
+    kernels: tuple[str, ...] = ()  # more kernels or precisions to measure, changed or not
+    sizes: tuple[int, ...] = ()  # default: the suite's
+    sweep: bool = True  # also seed 003's shape sweep, for the kernels it covers
+    settings: Settings = Settings()
+    work_dir: Path | None = None
+    machine: str | None = None
+    report: Path | None = None
+    noise_file: Path | None = None
+    device: int = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    base: str  # full hashes
+    head: str
+    selection: Selection
+    cases: list[SuiteCase]
+
+
+def plan(request: Request) -> Plan:
+    """What the change selects, as cases of the working tree's suite. GateError when git or the catalogue cannot say."""
+    from dataclasses import replace
+
+    from . import catalogue
+    from .changes import ChangeError, resolve_commit, select_kernels
+
+    repo = str(request.repo)
+    try:
+        base, head = resolve_commit(repo, request.base), resolve_commit(repo, request.head)
+        if base == head:
+            raise GateError(f"{request.base} and {request.head} are the same commit: nothing to compare")
+        selection = select_kernels(repo, base, head)
+        checked_out = resolve_commit(repo, "HEAD")
+    except ChangeError as exc:
+        raise GateError(str(exc)) from exc
+    if checked_out != head:
+        print(f"sgemm gate: warning: the suite's parameters come from the working tree at {checked_out[:12]}, "
+              f"not from head {head[:12]}: check out head to measure every kernel it has", file=sys.stderr)
+    # The suite runs with the working tree's catalogue: only its kernels, sizes and shapes exist as benchmarks.
+    path = request.repo / "sgemm" / "catalogue.toml"
+    kernels = catalogue.load_catalogue(path, request.repo / "kernels")
+    if request.kernels:
+        asked = {k.name: "asked for" for k in catalogue.select(list(request.kernels), kernels)}
+        selection = replace(selection, reasons={**asked, **selection.reasons},
+                            kernels=tuple(n for n in kernels if n in asked or n in selection.kernels))
+    missing = [name for name in selection.kernels if name not in kernels]
+    if missing:
+        selection = replace(selection, undeclared=selection.undeclared + tuple(
+            f"`{name}` is not in the working tree's catalogue: not measured" for name in missing))
+    sweep_kernels, sweep_shapes = catalogue.sweep(path) if request.sweep else ([], [])
+    cases = asvsuite.cases_for(tuple(n for n in selection.kernels if n in kernels),
+                               list(request.sizes or catalogue.default_sizes(path)), sweep_kernels, sweep_shapes,
+                               selection.controls)
+    return Plan(base, head, selection, cases)
+
+
+def gate(request: Request, dry_run: bool = False) -> int:
+    """The gate from the command line: plan, measure, judge, report. Returns the exit status."""
+    from dataclasses import replace
+
+    from .machine import detect_identity, machine_entry, machine_name, write_machine_file
+    from .noise import NoiseFileError, default_path, read
+
+    chosen = plan(request)
+    selection = chosen.selection
+    why = selection.everything or "; ".join(f"{name}: {reason}" for name, reason in selection.reasons.items())
+    print(f"sgemm gate: {chosen.base[:12]} -> {chosen.head[:12]}: {len(chosen.cases)} cases of "
+          f"{len(selection.kernels)} kernels ({why or 'nothing to measure'})", file=sys.stderr)
+    if dry_run:
+        for case in chosen.cases:
+            print(case.label)
+        return EXIT_PASS
+    identity = detect_identity(request.device) if chosen.cases else None
+    if chosen.cases and identity is None:
+        raise GateError("no GPU found through NVML: nothing can be measured here")
+    machine = request.machine or (machine_name(identity) if identity else "no-gpu")
+    settings = request.settings
+    noise_file = request.noise_file or default_path(request.repo, machine)
+    if chosen.cases and (request.noise_file or noise_file.exists()):
+        try:
+            settings = replace(settings, noise=read(noise_file, machine))
+        except NoiseFileError as exc:
+            raise GateError(str(exc)) from exc
+    if identity:
+        write_machine_file(machine_entry(identity, machine))  # asv asks interactively for a machine it does not know
+    work_dir = request.work_dir or request.repo / ".asv" / "gate"
+    result = run_gate(request.repo, chosen.base, chosen.head, selection, chosen.cases, machine, work_dir, settings,
+                      request.device)
+    gpu_line = (f"{identity.model}, compute capability {identity.compute_capability}, driver {identity.driver}, "
+                f"max SM clock {identity.max_sm_clock_mhz} MHz") if identity else "not used"
+    text = markdown(result, gpu_line)
+    print(text)
+    publish_report(text, request.report)
+    return result.exit_status

@@ -15,14 +15,16 @@ import socket
 import warnings
 from pathlib import Path
 
+from .merge import write_atomically
 from .telemetry import GpuIdentity, TelemetryUnavailable, gpu_identity
 
 ASV_MACHINE_FILE = Path("~/.asv-machine.json").expanduser()
 ASV_MACHINE_VERSION = 1
+MACHINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 class MachineFileError(RuntimeError):
-    """The existing machine file cannot be read; nothing was written."""
+    """The machine file cannot be read or written where it was asked for; nothing was written."""
 
 
 def machine_name(identity: GpuIdentity | None) -> str:
@@ -74,8 +76,20 @@ def detect_identity(cuda_device: int = 0) -> GpuIdentity | None:
         return None
 
 
+def check_machine_name(name: str) -> str:
+    """`name` if asv can file results under it: it becomes a directory of the results tree, so no path tricks."""
+    if not MACHINE_NAME.fullmatch(name):
+        raise ValueError(f"a machine name is letters, digits, '.', '_' and '-', starting with a letter or digit "
+                         f"(got {name!r})")
+    return name
+
+
 def write_machine_file(entry: dict, path: Path = ASV_MACHINE_FILE) -> None:
     """Add or replace this machine's entry, keeping every other machine already in the file."""
+    if path.is_dir():
+        raise MachineFileError(f"{path} is a directory: name the machine file itself; nothing was written")
+    if not path.parent.is_dir():
+        raise MachineFileError(f"{path}: the folder {path.parent} does not exist; nothing was written")
     machines: dict = {}
     if path.exists():
         try:
@@ -86,6 +100,4 @@ def write_machine_file(entry: dict, path: Path = ASV_MACHINE_FILE) -> None:
             raise MachineFileError(f"{path} does not hold a JSON object; fix or move it, nothing was written")
     machines[entry["machine"]] = entry
     machines["version"] = ASV_MACHINE_VERSION
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(machines, indent=4, sort_keys=True) + "\n")
-    tmp.replace(path)
+    write_atomically(path, (json.dumps(machines, indent=4, sort_keys=True) + "\n").encode())

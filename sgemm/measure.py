@@ -31,6 +31,10 @@ class Timing:
         return median(self.samples_s)
 
     @property
+    def median_sm_clock_mhz(self) -> float:
+        return median(self.sm_clock_mhz) if self.sm_clock_mhz else float("nan")
+
+    @property
     def mean_sm_clock_mhz(self) -> float:
         return fmean(self.sm_clock_mhz) if self.sm_clock_mhz else float("nan")
 

@@ -1,4 +1,5 @@
-"""GPU identity and per-case telemetry from NVML (pynvml): which GPU a case ran on and the state it ran in.
+"""GPU identity and per-case telemetry from NVML (pynvml): which GPU a case ran on, the state it ran in, and whether
+anything else is using it.
 
 Each reading is one small collect_* function of an NVML handle. NVML ignores CUDA_VISIBLE_DEVICES, so a CUDA device
 is mapped to its NVML handle through its PCI bus id.
@@ -7,7 +8,10 @@ is mapped to its NVML handle through its PCI bus id.
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
 # nvmlDeviceGetCurrentClocksEventReasons bits that slow a kernel down (GpuIdle, 0x1, is left out: it is not a cause).
@@ -21,9 +25,29 @@ THROTTLE_REASONS = {
 }
 POLL_INTERVAL_S = 0.02  # one NVML reading costs ~6 us; 50 per second is plenty for a case that runs 0.5 s or more
 
+# Busy check. NVML's utilisation is the share of its last sample period (1/6 s to 1 s, by product) in which any kernel
+# ran, our own included; polling once a second reads a fresh period each time, and after a few in a row the work
+# cannot be our own last kernels, because we are not launching any while we wait.
+IDLE_POLL_S = 1.0
+UTILISATION_BUSY_PERCENT = 10  # an idle GPU reads 0; a monitoring agent's occasional query stays far below this
+UTILISATION_BUSY_POLLS = 3
+
+CARD_ID_HEX_DIGITS = 12  # 48 bits: no two cards of one fleet collide, and it stays short enough to read in a table
+
 
 class TelemetryUnavailable(RuntimeError):
     """NVML could not be loaded or initialised (no driver, or no NVIDIA GPU)."""
+
+
+class GpuBusyError(RuntimeError):
+    """Another process (or, where processes are hidden, sustained utilisation) kept the GPU busy past the timeout."""
+
+    def __init__(self, message: str, processes: tuple[GpuProcess, ...] = (), utilisation_percent: int | None = None,
+                 waited_s: float = 0.0):
+        super().__init__(message)
+        self.processes = processes
+        self.utilisation_percent = utilisation_percent
+        self.waited_s = waited_s
 
 
 @functools.cache
@@ -79,6 +103,15 @@ def collect_throttled_ns(handle) -> dict[str, int]:
     }
 
 
+def collect_utilisation_percent(handle) -> int | None:
+    """Share of NVML's last sample period with a kernel running, or None where the GPU does not report it (MIG)."""
+    pynvml = _nvml()
+    try:
+        return int(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+    except pynvml.NVMLError_NotSupported:
+        return None
+
+
 def reason_names(mask: int) -> list[str]:
     return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
 
@@ -103,8 +136,9 @@ class CaseTelemetry:
 class CaseMonitor:
     """Polls NVML while a case runs: call start(), then poll() as often as convenient (it rate-limits), then finish()."""
 
-    def __init__(self, handle):
+    def __init__(self, handle, clock: Callable[[], float] = time.monotonic):
         self.handle = handle
+        self._now = clock  # injectable so that a test can drive the rate limit without depending on wall time
         self._power: list[float] = []
         self._temperature: list[float] = []
         self._clock: list[float] = []
@@ -117,11 +151,11 @@ class CaseMonitor:
         self._read()
 
     def poll(self) -> None:
-        if time.monotonic() - self._last >= POLL_INTERVAL_S:
+        if self._now() - self._last >= POLL_INTERVAL_S:
             self._read()
 
     def _read(self) -> None:
-        self._last = time.monotonic()
+        self._last = self._now()
         self._power.append(collect_power_w(self.handle))
         self._temperature.append(collect_temperature_c(self.handle))
         self._clock.append(collect_sm_clock_mhz(self.handle))
@@ -143,6 +177,127 @@ class CaseMonitor:
 
 
 @dataclass(frozen=True)
+class GpuProcess:
+    """Another process NVML lists on the GPU."""
+
+    pid: int
+    used_memory_mib: int | None  # None where NVML does not say (it reports "not available" under some drivers)
+    name: str = ""  # executable name; empty when NVML cannot name it (gone meanwhile, or another PID namespace)
+
+    def describe(self) -> str:
+        """'pid 1234 (python3, 1,532 MiB)'."""
+        memory = "memory not reported" if self.used_memory_mib is None else f"{self.used_memory_mib:,} MiB"
+        return f"pid {self.pid} ({self.name or 'unknown name'}, {memory})"
+
+
+def default_own_pids() -> frozenset[int]:
+    """This process and its parent: what a benchmark process asv forked must not count as another user.
+
+    asv runs each benchmark in a process forked from its own server process, which imported the suite and may hold a
+    CUDA context of ours; asv runs benchmarks one at a time, so nothing else below it is on the GPU. Read at call
+    time, never at import: the pid changes with every fork. A process that launches the benchmarks (the gate, before
+    it runs asv) passes {os.getpid()} instead, so that nothing but itself is ignored.
+    """
+    return frozenset({os.getpid(), os.getppid()})
+
+
+def other_processes(handle, own_pids: Iterable[int] | None = None) -> list[GpuProcess]:
+    """Compute and graphics processes on this GPU other than own_pids (default: default_own_pids()), by pid.
+
+    NVML reports pids of the host's PID namespace; inside a container with its own namespace the list may be empty
+    or hold pids we cannot match, which is why wait_until_idle also reads utilisation.
+    """
+    pynvml = _nvml()
+    ignore = default_own_pids() if own_pids is None else frozenset(own_pids)
+    listed = list(pynvml.nvmlDeviceGetComputeRunningProcesses(handle))
+    # graphics contexts compete for the same SMs; older bindings or some products do not list them
+    graphics = getattr(pynvml, "nvmlDeviceGetGraphicsRunningProcesses", None)
+    if graphics is not None:
+        try:
+            listed += graphics(handle)
+        except (pynvml.NVMLError_NotSupported, pynvml.NVMLError_FunctionNotFound):
+            pass
+    found: dict[int, GpuProcess] = {}
+    for info in listed:
+        pid = int(info.pid)
+        if pid in ignore or pid in found:  # a process with compute and graphics contexts is listed twice: name it once
+            continue
+        found[pid] = GpuProcess(pid, _memory_mib(info.usedGpuMemory), _process_name(pid))
+    return [found[pid] for pid in sorted(found)]
+
+
+def _memory_mib(used_bytes) -> int | None:
+    # pynvml turns NVML's "not available" (all bits set) into None; older bindings pass the raw value through
+    if used_bytes is None or used_bytes >= 2**64 - 1:
+        return None
+    return round(used_bytes / 2**20)
+
+
+def _process_name(pid: int) -> str:
+    pynvml = _nvml()
+    try:
+        return os.path.basename(_text(pynvml.nvmlSystemGetProcessName(pid)))
+    except pynvml.NVMLError:  # it exited since it was listed, or it belongs to a namespace NVML cannot see into
+        return ""
+
+
+def wait_until_idle(handle, timeout_s: float, poll_s: float = IDLE_POLL_S, own_pids: Iterable[int] | None = None, *,
+                    sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+                    on_busy: Callable[[str], None] | None = None) -> float:
+    """Return the seconds waited once the GPU is idle; raise GpuBusyError when it is still busy after timeout_s.
+
+    Busy means another process is listed (other_processes), whatever its utilisation: a process that holds a context
+    can launch work at any moment, and NVBench then discards the throttled samples until a case has none left.
+    Where processes are hidden (another container), utilisation at or above UTILISATION_BUSY_PERCENT for
+    UTILISATION_BUSY_POLLS polls in a row is busy too. One reading below the threshold with no process listed is idle.
+    A high reading short of that streak is undecided and polled again, even past timeout_s, so that neither our own
+    last kernels nor a single reading refuses the GPU: the wait ends within timeout_s + (UTILISATION_BUSY_POLLS - 1)
+    * poll_s. on_busy, when given, is told once why the wait began (e.g. to print it).
+    """
+    ignore = default_own_pids() if own_pids is None else frozenset(own_pids)
+    started = clock()
+    high_polls = 0  # consecutive polls at or above the utilisation threshold
+    told = False
+    while True:
+        others = other_processes(handle, ignore)
+        utilisation = collect_utilisation_percent(handle)
+        high = utilisation is not None and utilisation >= UTILISATION_BUSY_PERCENT
+        high_polls = high_polls + 1 if high else 0
+        waited = clock() - started
+        if not others and not high:
+            return waited
+        if others or high_polls >= UTILISATION_BUSY_POLLS:
+            if waited >= timeout_s:
+                raise GpuBusyError(_busy_message(handle, others, utilisation, high_polls) + f"; waited {waited:.0f} s",
+                                   tuple(others), utilisation, waited)
+            if on_busy is not None and not told:
+                on_busy(_busy_message(handle, others, utilisation, high_polls) + f"; waiting up to {timeout_s:.0f} s")
+                told = True
+        # poll at the deadline itself rather than one interval past it
+        remaining = timeout_s - waited
+        sleep(min(poll_s, remaining) if remaining > 0 else poll_s)
+
+
+def _busy_message(handle, others: list[GpuProcess], utilisation: int | None, high_polls: int) -> str:
+    """'GPU 0 (NVIDIA H100 80GB HBM3) is in use by pid 1234 (python3, 1,532 MiB)'; NVML's index, as nvidia-smi shows."""
+    pynvml = _nvml()
+    gpu = f"GPU {pynvml.nvmlDeviceGetIndex(handle)} ({_text(pynvml.nvmlDeviceGetName(handle))})"
+    if others:
+        return f"{gpu} is in use by " + ", ".join(process.describe() for process in others)
+    return (f"{gpu} is in use: {utilisation}% utilisation for {high_polls} polls in a row with no process listed "
+            f"(another container?)")
+
+
+def card_id(handle) -> str:
+    """A short stable name for the physical card: it tells two cards of one model apart without publishing the UUID."""
+    return card_id_of_uuid(_text(_nvml().nvmlDeviceGetUUID(handle)))
+
+
+def card_id_of_uuid(uuid: str) -> str:
+    return hashlib.sha256(uuid.encode()).hexdigest()[:CARD_ID_HEX_DIGITS]
+
+
+@dataclass(frozen=True)
 class GpuIdentity:
     """What a GPU is (stable facts only: these become asv machine facets and graph identity)."""
 
@@ -153,19 +308,22 @@ class GpuIdentity:
     uuid: str = ""
     driver: str = ""
     max_sm_clock_mhz: int = 0
+    card: str = ""  # card_id(): which physical card, e.g. to tell a slow card from a slow kernel
 
 
 def gpu_identity(cuda_device: int | None = 0) -> GpuIdentity:
     pynvml = _nvml()
     handle = nvml_handle(cuda_device)
     major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+    uuid = _text(pynvml.nvmlDeviceGetUUID(handle))
     return GpuIdentity(
         model=_text(pynvml.nvmlDeviceGetName(handle)),
         memory_gib=round(pynvml.nvmlDeviceGetMemoryInfo(handle).total / 2**30),
         compute_capability=f"{major}.{minor}",
-        uuid=_text(pynvml.nvmlDeviceGetUUID(handle)),
+        uuid=uuid,
         driver=_text(pynvml.nvmlSystemGetDriverVersion()),
         max_sm_clock_mhz=int(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+        card=card_id_of_uuid(uuid),
     )
 
 

@@ -17,6 +17,45 @@ def test_source_carries_a_digest_of_each_local_header(tmp_path):
     assert build.kernel_source(kernel, tmp_path) != before, "an edited header must change CuPy's cache key"
 
 
+def test_a_header_included_by_a_header_changes_the_digest(tmp_path):
+    for path in KERNEL_DIR.iterdir():
+        shutil.copy(path, tmp_path)
+    common = tmp_path / "common.cuh"
+    common.write_text(common.read_text().replace("#pragma once\n", '#pragma once\n#include "nested.cuh"\n', 1))
+    (tmp_path / "nested.cuh").write_text("#pragma once\n")
+    kernel = get_kernel("fp32/naive")
+    before = build.kernel_source(kernel, tmp_path)
+    assert "nested.cuh: sha256" in before
+    with open(tmp_path / "nested.cuh", "a") as header:
+        header.write("// edited\n")
+    assert build.kernel_source(kernel, tmp_path) != before, "a nested header must change CuPy's cache key"
+
+
+def test_a_header_included_in_angle_brackets_changes_the_digest(tmp_path):
+    for path in KERNEL_DIR.iterdir():
+        shutil.copy(path, tmp_path)
+    source = tmp_path / "fp16_wmma.cu"  # includes toolkit headers only, which stay out of the digests
+    source.write_text(source.read_text() + "#include <extra.cuh>\n")
+    (tmp_path / "extra.cuh").write_text("#pragma once\n")
+    kernel = get_kernel("fp16/wmma_naive")
+    before = build.kernel_source(kernel, tmp_path)
+    assert [line.split(":")[0] for line in before.splitlines() if ": sha256 " in line] == ["// extra.cuh"]
+    with open(tmp_path / "extra.cuh", "a") as header:
+        header.write("// edited\n")
+    assert build.kernel_source(kernel, tmp_path) != before
+
+
+def test_the_include_walk_follows_both_forms_once_each_in_the_order_reached():
+    files = {
+        "k.cu": '#include <cuda_fp16.h>\n#include "a.cuh"\n  #  include <sub/b.cuh>\n',
+        "a.cuh": '#include "a.cuh"\n#include "sub/b.cuh"\n',  # a cycle, and b twice: each file once
+        "sub/b.cuh": '#include "c.cuh"\n',  # quotes look beside the including file first
+        "sub/c.cuh": "",
+        "c.cuh": "// the kernel folder's c.cuh, which sub/b.cuh does not reach\n",
+    }
+    assert build.kernel_files("k.cu", files.get) == ["k.cu", "a.cuh", "sub/b.cuh", "sub/c.cuh"]
+
+
 def test_options_include_the_kernel_directory():
     assert f"-I{KERNEL_DIR}" in build.nvrtc_options()
     assert "--std=c++17" in build.nvrtc_options()

@@ -134,3 +134,30 @@ def test_shapes_beyond_the_grid_or_32_bit_indexing_are_refused():
     assert KERNELS["fp32/naive_8"].shape_problem(8 * 65535, 16, 16) is None
     assert "32-bit" in KERNELS["fp32/naive"].shape_problem(46341, 46341, 46341)
     assert KERNELS["fp32/cublas"].shape_problem(8 * 65535 + 1, 16, 16) is None  # cuBLAS has no such limit
+
+
+def test_renamed_from_takes_one_old_name_or_several(tmp_path: Path):
+    (tmp_path / "k.cu").write_text("// k\n")
+    one = load_catalogue(_write(tmp_path, GOOD + 'renamed_from = "fp32/old"\n'), tmp_path)["fp32/k"]
+    several = load_catalogue(_write(tmp_path, GOOD + 'renamed_from = ["fp32/a", "fp32/b"]\n'), tmp_path)["fp32/k"]
+    assert one.renamed_from == ("fp32/old",) and several.renamed_from == ("fp32/a", "fp32/b")
+    assert load_catalogue(_write(tmp_path, GOOD), tmp_path)["fp32/k"].renamed_from == ()
+
+
+SECOND = GOOD.split("[suite]\nsizes = [64]")[1].replace('"fp32/k"', '"fp32/k2"')
+
+
+@pytest.mark.parametrize("text, message", [
+    (GOOD + "renamed_from = 3\n", "renamed_from must be a kernel name or a list of them"),
+    (GOOD + 'renamed_from = ["fp32/a", 3]\n', "renamed_from must be a kernel name or a list of them"),
+    (GOOD + 'renamed_from = "fp16/k"\n', "fp32/k: renamed_from 'fp16/k' must be another 'fp32/<kernel>' name"),
+    (GOOD + 'renamed_from = "fp32/k"\n', "renamed_from 'fp32/k' must be another"),
+    (GOOD + 'renamed_from = "fp32"\n', "renamed_from 'fp32' must be another"),
+    (GOOD + 'renamed_from = "fp32/k2"\n' + SECOND, "fp32/k: renamed_from 'fp32/k2', which is still listed as a kernel"),
+    (GOOD + 'renamed_from = "fp32/old"\n' + SECOND + 'renamed_from = "fp32/old"\n',
+     "fp32/k2: renamed_from 'fp32/old', which fp32/k was renamed from"),
+])
+def test_a_bad_renamed_from_is_named(tmp_path: Path, text, message):
+    (tmp_path / "k.cu").write_text("// k\n")
+    with pytest.raises(CatalogueError, match=re.escape(message)):
+        load_catalogue(_write(tmp_path, text), tmp_path)

@@ -47,3 +47,35 @@ def test_without_nvml_the_identity_falls_back_with_a_warning(monkeypatch):
     assert "no library" in str(caught[0].message)
     entry = machine.machine_entry(identity, machine.machine_name(identity))
     assert entry["gpu"] == "unknown" and entry["machine"]
+
+
+def test_a_machine_file_in_a_folder_that_is_not_there_is_refused_and_nothing_made(tmp_path):
+    path = tmp_path / "missing" / "asv-machine.json"
+    with pytest.raises(machine.MachineFileError, match="does not exist; nothing was written"):
+        machine.write_machine_file(machine.machine_entry(H100, "h100"), path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_directory_is_not_a_machine_file(tmp_path):
+    with pytest.raises(machine.MachineFileError, match="is a directory"):
+        machine.write_machine_file(machine.machine_entry(H100, "h100"), tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_another_writers_temporary_file_is_left_alone(tmp_path):
+    path = tmp_path / "asv-machine.json"
+    theirs = tmp_path / "asv-machine.json.tmp"
+    theirs.write_text("another writer's")
+    machine.write_machine_file(machine.machine_entry(H100, "h100"), path)
+    assert theirs.read_text() == "another writer's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["asv-machine.json", "asv-machine.json.tmp"]
+
+
+@pytest.mark.parametrize("name", ["", "../x", "a/b", ".hidden", "-dash", "with space"])
+def test_a_machine_name_that_is_no_directory_name_is_refused(name):
+    with pytest.raises(ValueError, match="a machine name is"):
+        machine.check_machine_name(name)
+
+
+def test_the_names_sgemm_gives_machines_pass_its_own_check():
+    assert machine.check_machine_name(machine.machine_name(H100)) == "nvidia-h100-80gb-hbm3"

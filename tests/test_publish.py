@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sgemm.catalogue import load_catalogue
-from sgemm.publish import CROSS_GPU_DIR, CROSS_GPU_LABEL, PublishError, publish_site
+from sgemm.publish import CROSS_GPU_DIR, CROSS_GPU_LABEL, SITE_MARKER, PublishError, publish_site
 from sgemm.site import CDN_ASSETS, PACKAGES
 
 KERNELS = load_catalogue()
@@ -197,3 +197,99 @@ def test_a_repository_without_the_results_commits_is_refused_rather_than_an_empt
         subprocess.run(["git", "-C", str(other), *command], check=True, env={**env, "PATH": "/usr/bin:/bin"})
     with pytest.raises(PublishError, match=r"none of the commits in .* is on the branches \['main'\] of .*other"):
         publish_site(other, two_gpu_results.results, tmp_path / "html", KERNELS, [])
+
+
+# --- nothing but a site it made is ever replaced ------------------------------------------------------------------
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def other_history(two_gpu_results, root: Path) -> Path:
+    """The same project in a repository that never held the commit the results were measured at."""
+    other = root / "other"
+    other.mkdir()
+    shutil.copy(two_gpu_results.repo / "asv.conf.json", other / "asv.conf.json")
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "PATH": "/usr/bin:/bin"}
+    for command in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "another history"]):
+        subprocess.run(["git", "-C", str(other), *command], check=True, env=env)
+    return other
+
+
+def test_a_refused_publish_leaves_the_site_that_was_there_whole(two_gpu_site, two_gpu_results, tmp_path):
+    html_dir = tmp_path / "html"
+    shutil.copytree(two_gpu_site[1], html_dir)
+    before = files(html_dir)
+    assert SITE_MARKER in before
+    with pytest.raises(PublishError, match="none of the commits"):
+        publish_site(other_history(two_gpu_results, tmp_path), two_gpu_results.results, html_dir, KERNELS, [])
+    assert files(html_dir) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "html", "other"]  # no half-built site
+
+
+def test_a_site_it_made_is_replaced_whole(two_gpu_site, two_gpu_results, npm_cache, tmp_path):
+    html_dir = tmp_path / "html"
+    shutil.copytree(two_gpu_site[1], html_dir)
+    (html_dir / "stale.html").write_text("from an earlier publish")
+    site = publish_site(two_gpu_results.repo, two_gpu_results.results, html_dir, KERNELS, [], npm_cache=npm_cache)
+    assert site.html_dir == html_dir and site.cross_gpu[0] == html_dir / CROSS_GPU_DIR / "README.md"
+    assert not (html_dir / "stale.html").exists() and (html_dir / SITE_MARKER).is_file()
+    assert external_loads(html_dir / "index.html") == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "html"]
+
+
+@pytest.mark.parametrize("html, message", [
+    (lambda repo, results, tmp: repo, "is the repository"),
+    (lambda repo, results, tmp: repo.parent, "holds the repository"),
+    (lambda repo, results, tmp: results, "is the results"),
+    (lambda repo, results, tmp: results / "nvidia-h200", "lies inside the results"),
+    (lambda repo, results, tmp: repo / ".git" / "site", "lies inside the repository's .git"),
+    (lambda repo, results, tmp: tmp / "notes", "is not empty and is not a site `sgemm publish` made"),
+    (lambda repo, results, tmp: tmp / "notes" / "a.txt", "not a directory"),
+    (lambda repo, results, tmp: tmp / "no" / "such" / "html", "does not exist"),
+])
+def test_an_html_directory_that_would_lose_data_is_refused(two_gpu_results, tmp_path, html, message):
+    tree = two_gpu_results.copy(tmp_path / "tree")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("mine")
+    before = files(tmp_path)
+    with pytest.raises(PublishError, match=re.escape(message)):
+        publish_site(tree.repo, tree.results, html(tree.repo, tree.results, tmp_path), KERNELS, [])
+    assert files(tmp_path).items() >= before.items()
+    assert all(name.endswith(".sgemm-lock") for name in set(files(tmp_path)) - set(before))
+
+
+def test_the_npm_cache_inside_the_site_is_refused(two_gpu_results, tmp_path):
+    with pytest.raises(PublishError, match="holds the npm cache"):
+        publish_site(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", KERNELS, [],
+                     npm_cache=tmp_path / "html" / "cache")
+
+
+def test_a_size_no_gpu_measured_is_refused_before_anything_is_built(two_gpu_results, tmp_path):
+    with pytest.raises(PublishError, match=r"--size 12345: no GPU in .* measured that size \(measured: 1024, 2048, "
+                                           r"4096\)"):
+        publish_site(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", KERNELS, [], size=12345)
+    assert [p.name for p in tmp_path.iterdir()] == [".html.sgemm-lock"]
+
+
+def test_a_publish_waits_for_the_lock_of_its_site(two_gpu_results, npm_cache, tmp_path):
+    import threading
+
+    from sgemm.merge import locked
+
+    html_dir = tmp_path / "html"
+    finished = threading.Event()
+
+    def publish():
+        publish_site(two_gpu_results.repo, two_gpu_results.results, html_dir, KERNELS, [], npm_cache=npm_cache)
+        finished.set()
+
+    with locked(exclusive=[html_dir]):
+        worker = threading.Thread(target=publish)
+        worker.start()
+        assert not finished.wait(1.0), "the publish ran while another held the site's lock"
+        assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock"]
+    worker.join(120)
+    assert finished.is_set() and (html_dir / SITE_MARKER).is_file()

@@ -51,24 +51,67 @@ def fake_measurements(monkeypatch):
     return calls
 
 
-def test_an_asv_run_measures_each_case_once_for_all_its_methods(tmp_path, fake_measurements):
+def test_an_asv_run_measures_each_case_once_per_round_for_all_its_methods(tmp_path, fake_measurements):
     case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024)
     assert case.result("time").samples_s == [1.0]
     assert case.result("sm_clock").samples_s == [1.0]
     assert case.result("power").samples_s == [1.0]
     assert len(fake_measurements) == 1
-    # a method that has already read this measurement is in the next round: measure again
+    # a method's second call is round 2: measured afresh by whichever method asks first, read by the others
+    assert case.result("power").samples_s == [2.0]
     assert case.result("time").samples_s == [2.0]
+    assert len(fake_measurements) == 2
+    assert sorted(p.name for p in case.dir.glob("round-*.json")) == ["round-1.json", "round-2.json"]
+
+
+def test_rounds_are_keyed_explicitly_not_by_the_order_methods_run_in(tmp_path, fake_measurements):
+    # A method that runs twice before another reads round 1 afterwards all the same.
+    case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024)
+    assert [case.result("time").samples_s, case.result("time").samples_s] == [[1.0], [2.0]]
+    assert case.result("card").samples_s == [1.0]
+    assert case.result("card").samples_s == [2.0]
     assert len(fake_measurements) == 2
 
 
-def test_a_failed_measurement_fails_the_benchmark_and_records_nothing(tmp_path, monkeypatch):
-    wrong = VerificationError("fp32/naive is wrong at 1024x1024x1024")
+def test_a_failed_measurement_fails_the_benchmark_records_nothing_and_says_why(tmp_path, monkeypatch):
+    wrong = VerificationError("fp32/naive at 1024x1024x1024: relative error 0.0443 > 1e-05")
     monkeypatch.setattr(record, "run_cases", lambda cases, device=0: {cases[0].id: wrong})
+    events = tmp_path / "events.jsonl"
+    monkeypatch.setenv("SGEMM_CASE_EVENTS", str(events))
+    monkeypatch.setenv("ASV_COMMIT", "c" * 40)
     case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024)
-    with pytest.raises(VerificationError, match="is wrong at"):
+    with pytest.raises(VerificationError, match="relative error"):
         case.result("time")
-    assert not case.path.exists()
+    assert not list(case.dir.glob("round-*.json"))
+    assert json.loads(events.read_text()) == {
+        "commit": "c" * 40, "case": "fp32/naive/1024x1024x1024", "kind": "failed",
+        "reason": "wrong result: fp32/naive at 1024x1024x1024: relative error 0.0443 > 1e-05"}
+
+
+@pytest.mark.parametrize("error, reason", [
+    (record.BuildError("fp32/x: NVRTC could not compile fp32_x.cu:\nline 3: error: expected a ;\n\nmore"),
+     "compile error: fp32/x: NVRTC could not compile fp32_x.cu: / line 3: error: expected a ; / more"),
+    (RuntimeError("NVBench recorded no samples for fp16/cublas/8192x8192x8192: timeout (all samples throttled)"),
+     "no samples: NVBench recorded no samples for fp16/cublas/8192x8192x8192: timeout (all samples throttled)"),
+    (KeyError("x"), "KeyError: 'x'"),
+])
+def test_failure_reasons_a_report_can_show(error, reason):
+    assert record.failure_reason(error) == reason
+
+
+def test_a_shared_gpu_is_not_measured(tmp_path, monkeypatch):
+    from sgemm.telemetry import GpuProcess
+
+    monkeypatch.setattr(record, "nvml_handle", lambda device=0: "handle")
+    monkeypatch.setattr(record, "other_processes", lambda handle: [GpuProcess(4242, 1532, "python3")])
+    events = tmp_path / "events.jsonl"
+    monkeypatch.setenv("SGEMM_CASE_EVENTS", str(events))
+    monkeypatch.setattr(record, "run_cases", lambda cases, device=0: pytest.fail("measured beside another process"))
+    case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024)
+    with pytest.raises(record.SharedGpu, match=r"shared with pid 4242 \(python3, 1,532 MiB\)"):
+        case.result("time")
+    assert json.loads(events.read_text())["kind"] == "gpu shared"
+    assert not list(case.dir.glob("round-*.json"))
 
 
 def test_asv_skips_what_this_commit_or_kernel_cannot_do(tmp_path):

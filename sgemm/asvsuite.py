@@ -1,0 +1,169 @@
+"""The asv contract: which benchmark, parameters, selection pattern and result fields hold a case's figures.
+
+The suite (`benchmarks/bench_gemm.py`) measures kernel x size x precision in class `Gemm` and seed 003's shape
+sweep in class `GemmShapes`; each figure of a case is one track method. The gate, the reports, the cross-GPU page
+and the scripts name cases through this module only, and read asv's results through `RunReader`.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+MODULE = "bench_gemm"
+GEMM, SHAPES = "Gemm", "GemmShapes"
+
+TIME = "track_time"  # every NVBench sample of every round (seconds)
+TFLOPS = "track_tflops"
+SM_CLOCK = "track_sm_clock"  # the SM clock of every sample (MHz)
+POWER = "track_power"
+TEMPERATURE = "track_temperature"
+THROTTLED = "track_throttled"  # one figure per round: time the driver held clocks down (ms)
+# One figure per round (asv appends each round's samples), so that rounds stay apart in the results.
+ROUND_TIME = "track_round_time"  # the round's median time (seconds)
+ROUND_SM_CLOCK = "track_round_sm_clock"  # the round's median SM clock (MHz)
+ROUND_SAMPLES = "track_round_samples"  # how many samples the round's median is of
+CARD = "track_card"  # which physical card measured the round (sgemm.telemetry.card_number)
+ROUND_TRACKS = (ROUND_TIME, ROUND_SM_CLOCK, ROUND_SAMPLES, CARD)
+TRACKS = (TIME, TFLOPS, SM_CLOCK, POWER, TEMPERATURE, THROTTLED, *ROUND_TRACKS)
+GATE_TRACKS = (*ROUND_TRACKS, THROTTLED, POWER)  # what a verdict reads; the gate runs no others
+
+GPU_MODULE_CLASS = "bench_gpu.Gpu"
+SM_COUNT = f"{GPU_MODULE_CLASS}.track_sm_count"
+MAX_SM_CLOCK = f"{GPU_MODULE_CLASS}.track_max_sm_clock"
+
+
+@dataclass(frozen=True, order=True)
+class SuiteCase:
+    """One case of the suite: a benchmark class and one combination of its parameters."""
+
+    benchmark: str  # GEMM or SHAPES
+    params: tuple  # Python values, e.g. ("float4", 4096, "fp32") or ("fp32/naive", "1024x1024x512")
+
+    @classmethod
+    def square(cls, kernel: str, size: int) -> SuiteCase:
+        precision, family = kernel.split("/", 1)
+        return cls(GEMM, (family, size, precision))
+
+    @classmethod
+    def sweep(cls, kernel: str, shape: tuple[int, int, int]) -> SuiteCase:
+        return cls(SHAPES, (kernel, "x".join(map(str, shape))))
+
+    @property
+    def kernel(self) -> str:
+        if self.benchmark == GEMM:
+            family, _, precision = self.params
+            return f"{precision}/{family}"
+        return self.params[0]
+
+    @property
+    def precision(self) -> str:
+        return self.kernel.split("/", 1)[0]
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        if self.benchmark == GEMM:
+            size = self.params[1]
+            return size, size, size
+        m, n, k = (int(part) for part in self.params[1].split("x"))
+        return m, n, k
+
+    @property
+    def label(self) -> str:
+        """The case as reports name it: the kernel's name, then its shape."""
+        m, n, k = self.shape
+        return f"{self.kernel} {m}x{n}x{k}" + (" (shape sweep)" if self.benchmark == SHAPES else "")
+
+    def name(self, method: str) -> str:
+        """asv's name of one of the case's benchmarks."""
+        return f"{MODULE}.{self.benchmark}.{method}"
+
+    def pattern(self, methods: tuple[str, ...] = GATE_TRACKS) -> str:
+        """asv's -b regular expression selecting exactly this case's methods (asv matches `name(param, ...)`)."""
+        arguments = ", ".join(repr(value) for value in self.params)
+        return rf"^{MODULE}\.{self.benchmark}\.({'|'.join(methods)})\({re.escape(arguments)}\)$"
+
+
+def cases_for(kernels: tuple[str, ...], sizes: list[int], sweep_kernels: list[str],
+              sweep_shapes: list[tuple[int, int, int]], controls: tuple[str, ...] = ()) -> list[SuiteCase]:
+    """Every case of the suite that measures one of these kernels; the controls at the square sizes only.
+
+    A control tells whether the box moved between the two commits' runs: its square sizes show that, and measuring
+    it again across the shape sweep would lengthen every gate for no further evidence.
+    """
+    cases = []
+    for name in kernels:
+        cases += [SuiteCase.square(name, size) for size in sizes]
+        if name in sweep_kernels and name not in controls:
+            cases += [SuiteCase.sweep(name, shape) for shape in sweep_shapes]
+    return cases
+
+
+class RunReader:
+    """One asv run (a machine at a commit in one environment): a case's figure by method."""
+
+    def __init__(self, run):
+        self.run = run  # asv.results.Results
+        self._combos: dict[str, list[tuple]] = {}
+
+    @property
+    def commit(self) -> str:
+        return self.run.commit_hash
+
+    @property
+    def date(self):
+        return self.run.date
+
+    def _index(self, name: str, params: tuple) -> int | None:
+        if name not in self.run.get_all_result_keys():
+            return None
+        if name not in self._combos:
+            raw = self.run.get_result_params(name)  # each value as its repr, e.g. "'naive'"
+            self._combos[name] = [tuple(ast.literal_eval(v) for v in combo) for combo in itertools.product(*raw)]
+        combos = self._combos[name]
+        return combos.index(params) if params in combos else None
+
+    def value(self, case: SuiteCase, method: str):
+        """The recorded value: None when the benchmark failed, NaN when it was skipped or not run."""
+        name = case.name(method)
+        index = self._index(name, case.params)
+        if index is None:
+            return math.nan
+        return self.run.get_result_value(name, self.run.get_result_params(name))[index]
+
+    def samples(self, case: SuiteCase, method: str) -> list[float] | None:
+        """Every sample asv kept (one per round for the round tracks), or None."""
+        name = case.name(method)
+        index = self._index(name, case.params)
+        if index is None:
+            return None
+        samples = self.run.get_result_samples(name, self.run.get_result_params(name))[index]
+        return list(samples) if samples else None
+
+    def values(self, benchmark: str, method: str) -> dict[SuiteCase, float | None]:
+        """Every case's value of one method of one benchmark class."""
+        name = f"{MODULE}.{benchmark}.{method}"
+        if name not in self.run.get_all_result_keys():
+            return {}
+        values = self.run.get_result_value(name, self.run.get_result_params(name))
+        self._index(name, ())
+        return {SuiteCase(benchmark, combo): value for combo, value in zip(self._combos[name], values)}
+
+    def scalar(self, name: str):
+        """A parameterless benchmark's value (e.g. SM_COUNT), or None."""
+        if name not in self.run.get_all_result_keys():
+            return None
+        return self.run.get_result_value(name, [])[0]
+
+
+def runs(results_dir: Path, machine: str, commit: str | None = None) -> list[RunReader]:
+    """Every run of a machine (of one commit, when given), oldest first."""
+    from asv.results import iter_results_for_machine, iter_results_for_machine_and_hash
+
+    found = (iter_results_for_machine_and_hash(str(results_dir), machine, commit) if commit
+             else iter_results_for_machine(str(results_dir), machine))
+    return sorted((RunReader(run) for run in found), key=lambda r: r.date or 0)
