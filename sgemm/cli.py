@@ -96,12 +96,11 @@ def _glue_signed_values(argv: list[str]) -> list[str]:
 
 def no_gpu_message(exc: Exception) -> str:
     """NoGpuError in words. CuPy says "CUDA driver version is insufficient" both where the driver is too old and
-    where there is none at all; only the second is common (a CPU box), and only libcuda tells them apart."""
-    import ctypes
+    where there is none at all; only the second is common (a CPU box), and only the driver's library tells them
+    apart."""
+    from .machine import driver_present
 
-    try:
-        ctypes.CDLL("libcuda.so.1")
-    except OSError:
+    if not driver_present():
         return "no usable CUDA GPU: no NVIDIA driver on this machine (libcuda.so.1 cannot be loaded)"
     text = str(exc)
     if "InsufficientDriver" in text or "driver version is insufficient" in text:

@@ -226,23 +226,18 @@ class GateResult:
 
 
 def _cases_to_judge(outcome: Outcome, selection: Selection, settings: Settings) -> list[Case]:
-    controls = {pair.head.label: pair for pair in outcome.sides if pair.head.kernel in selection.controls}
-    control_sizes = {}
-    for pair in controls.values():
-        control_sizes.setdefault(pair.head.precision, []).append(pair.head.shape[0])
+    controls: dict[str, list[str]] = {}  # precision -> the labels of its control cases
+    for pair in outcome.sides:
+        if pair.head.kernel in selection.controls:
+            controls.setdefault(pair.head.precision, []).append(pair.head.label)
     cases = []
     for pair, (before, after) in outcome.sides.items():
         kernel = pair.head.kernel
-        reference = None
-        if kernel not in selection.controls and pair.head.precision in control_sizes:
-            # The control at the same size; for a shape of the sweep, at the square size nearest its volume.
-            volume = math.prod(pair.head.shape) ** (1 / 3)
-            size = min(control_sizes[pair.head.precision], key=lambda s: abs(math.log(s / volume)))
-            reference = SuiteCase.square(f"{pair.head.precision}/cublas", size).label
-            reference = reference if reference in controls else None
+        is_control = kernel in selection.controls
         cases.append(Case(pair.label, kernel, before, after,
                           threshold_for(kernel, settings.threshold, list(settings.patterns)),
-                          settings.noise.get(pair.head.label), kernel in selection.controls, reference))
+                          settings.noise.get(pair.head.label), is_control,
+                          () if is_control else tuple(controls.get(pair.head.precision, ()))))
     return cases
 
 
@@ -403,8 +398,8 @@ def markdown(result: GateResult, gpu_line: str) -> str:
         lines += ["", "Not compared: " + "; ".join(f"{pair.label} ({why})"
                                                    for pair, why in result.outcome.not_compared.items())]
     lines += ["", "Each side of a case is its rounds' median times, one asv process per round. Ratio: head over base "
-              "(above 1 is slower); vs control: that ratio over the same-size cuBLAS control's, which is what is "
-              f"judged. The test is Welch's t on the logarithms of the round medians, with the false-discovery rate "
+              "(above 1 is slower); vs control: that ratio over the cuBLAS controls' of its precision (all sizes "
+              f"pooled), which is what is judged. The test is Welch's t on the logarithms of the round medians, with the false-discovery rate "
               f"held at {FALSE_DISCOVERY_RATE:.0%} over the gate's cases (Benjamini-Hochberg). Detectable: the "
               f"smallest slowdown the test finds {POWER:.0%} of the time at that case's noise; a case is judged at "
               "the larger of it and the threshold. At equal clock: the ratio in SM cycles (time x the median SM "

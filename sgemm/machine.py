@@ -68,11 +68,24 @@ def machine_entry(identity: GpuIdentity | None, name: str) -> dict:
     return entry
 
 
+def driver_present() -> bool:
+    """Whether this machine has an NVIDIA driver: its CUDA library loads. CuPy and NVML report a missing driver in
+    words that point elsewhere ("CUDA driver version is insufficient", "Shared Library Not Found")."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
 def detect_identity(cuda_device: int = 0) -> GpuIdentity | None:
     try:
         return gpu_identity(cuda_device)
     except TelemetryUnavailable as exc:
-        warnings.warn(f"{exc}; the machine is named after the host and its GPU recorded as unknown")
+        why = str(exc) if driver_present() else f"no NVIDIA driver on this machine ({exc})"
+        warnings.warn(f"{why}; the machine is named after the host and its GPU recorded as unknown")
         return None
 
 

@@ -102,8 +102,10 @@ def write_atomically(path: Path, content: bytes) -> None:
     """Write `path` whole or not at all. The temporary file has a name of its own, so two writers never share it;
     its leading dot keeps it out of what asv and `sgemm merge` read should it be left behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.is_file() else 0o644  # mkstemp's own 0600 would hide it from others
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as out:
             out.write(content)
         os.replace(tmp, path)

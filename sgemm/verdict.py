@@ -9,9 +9,11 @@ pooled samples of one or two processes would call every between-process shift "s
 - Effect: the ratio of geometric means of round medians, head over base (above 1 is slower), with its standard
   error from the between-round spread. Where a noise file gives a case's between-round spread measured on unchanged
   code (sgemm.noise), each side's spread is at least that, and the file's degrees of freedom are added.
-- Reference: a kernel is judged relative to its precision's cuBLAS control measured in the same rounds (its ratio
-  over the control's, the two standard errors combined), so that a box that moved as a whole (another tenant on
-  the node, a warmer room) is not blamed on the change; the control's own move is reported.
+- Reference: a kernel is judged relative to its precision's cuBLAS controls measured in the same rounds (its ratio
+  over theirs, the standard errors combined), so that a box that moved as a whole (another tenant on the node, a
+  warmer room, a lower clock) is not blamed on the change; the controls' own moves are reported. The controls of all
+  sizes are pooled (inverse-variance weighted): a box's move shows at every size, and pooling keeps the reference's
+  own noise from doubling the kernel's.
 - Multiple cases: the p-values of all judged cases of one gate are adjusted by Benjamini-Hochberg, so the expected
   share of false alarms among the cases flagged is at most FALSE_DISCOVERY_RATE.
 - Threshold: a case's threshold is the larger of the user's and its detectable effect, the smallest slowdown its
@@ -183,7 +185,7 @@ class Case:
     threshold: float  # the user's threshold for this kernel, a fraction
     noise: Noise | None = None
     is_control: bool = False
-    reference: str | None = None  # the label of the control this case is judged against
+    references: tuple[str, ...] = ()  # the labels of the controls this case is judged against
 
 
 @dataclass(frozen=True)
@@ -197,7 +199,7 @@ class Comparison:
     threshold: float  # the threshold applied: the user's, or the detectable effect when larger
     verdict: Verdict
     why: str
-    reference: str | None = None  # the control it was judged against
+    reference: str | None = None  # the controls it was judged against, in words
     open: bool = False  # more rounds could settle it
 
     @property
@@ -232,6 +234,7 @@ class _Measured:
     cycles: Effect | None
     judged: Effect = field(init=False)
     judged_cycles: Effect | None = field(init=False)
+    reference: str | None = field(init=False)
 
 
 def judge(cases: list[Case]) -> list[Comparison]:
@@ -243,10 +246,13 @@ def judge(cases: list[Case]) -> list[Comparison]:
         measured.append(_Measured(case, effect(case.before.log_times, case.after.log_times, case.noise), cycles))
     controls = {m.case.label: m for m in measured if m.case.is_control}
     for m in measured:
-        control = controls.get(m.case.reference) if m.case.reference and not m.case.is_control else None
-        m.judged = m.time.relative_to(control.time) if control else m.time
-        m.judged_cycles = (m.cycles.relative_to(control.cycles) if control and control.cycles and m.cycles
-                           else m.cycles)
+        references = [controls[label] for label in m.case.references if label in controls and not m.case.is_control]
+        reference = combined_reference([r.time for r in references])
+        reference_cycles = combined_reference([r.cycles for r in references if r.cycles])
+        m.judged = m.time.relative_to(reference) if reference else m.time
+        m.judged_cycles = (m.cycles.relative_to(reference_cycles) if reference_cycles and m.cycles else m.cycles)
+        m.reference = (f"{references[0].case.kernel} at {len(references)} size{'s' if len(references) > 1 else ''}"
+                       if reference else None)
     judged = [m for m in measured if not m.case.is_control]
     q_values = dict(zip((id(m) for m in judged), benjamini_hochberg([m.judged.p_value for m in judged])))
     return [_verdict(m, q_values.get(id(m), m.judged.p_value)) for m in measured]
@@ -256,7 +262,7 @@ def _verdict(m: _Measured, q_value: float) -> Comparison:
     case = m.case
     detectable = m.judged.detectable()
     threshold = max(case.threshold, detectable)
-    reference = case.reference if m.judged is not m.time else None
+    reference = m.reference
     significant = q_value <= FALSE_DISCOVERY_RATE
     in_time = _direction(m.judged.ratio, threshold) if significant else Verdict.SAME
     low, high = m.judged.interval()

@@ -122,7 +122,7 @@ def test_a_slower_kernel_is_the_only_regression(synthetic_repo, tmp_path):
     assert result.exit_status == EXIT_REGRESSION
     naive = next(c for c in result.judged if c.label.startswith("fp32/naive"))
     assert naive.ratio == pytest.approx(1.05, rel=0.01)
-    assert naive.reference == "fp32/cublas 64x64x64"
+    assert naive.reference == "fp32/cublas at 1 size"
     assert len(naive.case.before.medians_s) == 3 and len(naive.case.after.medians_s) == 3  # one per round
     assert naive.case.after.cards == ("abcdef",) * 3
     # The gate's results stay in its own directory, never in the project's results/.
@@ -220,7 +220,7 @@ def result_of(cases, selection=SELECTION, problems=()):
 
 def test_report_names_the_gpu_the_verdicts_and_writes_the_job_summary(tmp_path, monkeypatch):
     result = result_of([Case("fp32/naive 4096x4096x4096", "fp32/naive", rounds(1e-3), rounds(1.05e-3), 0.02,
-                             reference="fp32/cublas 4096x4096x4096"),
+                             references=("fp32/cublas 4096x4096x4096",)),
                         Case("fp32/cublas 4096x4096x4096", "fp32/cublas", rounds(1e-3), rounds(1e-3), 0.02,
                              is_control=True)])
     text = markdown(result, "NVIDIA H100 80GB HBM3, driver 580")
@@ -243,7 +243,7 @@ def test_report_names_the_gpu_the_verdicts_and_writes_the_job_summary(tmp_path, 
 def test_a_moving_control_no_longer_leaves_a_precision_undecided():
     # Everything of fp32 5% slower, its control too: judged relative to the control, the kernel did not move.
     result = result_of([Case("fp32/naive 4096x4096x4096", "fp32/naive", rounds(1e-3), rounds(1.05e-3), 0.02,
-                             reference="fp32/cublas 4096x4096x4096"),
+                             references=("fp32/cublas 4096x4096x4096",)),
                         Case("fp32/cublas 4096x4096x4096", "fp32/cublas", rounds(1e-3), rounds(1.05e-3), 0.02,
                              is_control=True)])
     assert result.exit_status == EXIT_PASS

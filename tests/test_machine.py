@@ -79,3 +79,20 @@ def test_a_machine_name_that_is_no_directory_name_is_refused(name):
 
 def test_the_names_sgemm_gives_machines_pass_its_own_check():
     assert machine.check_machine_name(machine.machine_name(H100)) == "nvidia-h100-80gb-hbm3"
+
+
+def test_without_a_driver_the_warning_says_so(monkeypatch):
+    import ctypes
+
+    def no_library(name, *args, **kwargs):
+        raise OSError(f"{name}: cannot open shared object file")
+
+    def no_nvml(device):
+        raise TelemetryUnavailable("NVML is not available: NVML Shared Library Not Found")
+
+    monkeypatch.setattr(ctypes, "CDLL", no_library)
+    monkeypatch.setattr(machine, "gpu_identity", no_nvml)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert machine.detect_identity() is None
+    assert str(caught[0].message).startswith("no NVIDIA driver on this machine (NVML is not available")

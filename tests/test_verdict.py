@@ -129,12 +129,12 @@ def test_a_kernel_is_judged_relative_to_its_control_when_the_box_moves():
     rng = random.Random(8)
     control = case("fp32/cublas 4096x4096x4096", rounds(2e-3, rng=rng), rounds(2.08e-3, rng=rng), is_control=True)
     kernel = case("fp32/k 4096x4096x4096", rounds(1e-3, rng=rng), rounds(1.04e-3, rng=rng),
-                  reference="fp32/cublas 4096x4096x4096")
+                  references=("fp32/cublas 4096x4096x4096",))
     judged_control, judged_kernel = judge([control, kernel])
     assert judged_kernel.ratio == pytest.approx(1.04, rel=0.01)
     assert judged_kernel.judged.ratio == pytest.approx(1.0, abs=0.01)
     assert judged_kernel.verdict is Verdict.SAME
-    assert judged_kernel.reference == "fp32/cublas 4096x4096x4096"
+    assert judged_kernel.reference == "fp32/cublas at 1 size"
     assert judged_control.ratio == pytest.approx(1.04, rel=0.01)  # the control's own move, for the report
 
 
@@ -142,8 +142,21 @@ def test_a_real_slowdown_is_still_found_against_a_steady_control():
     rng = random.Random(9)
     control = case("fp32/cublas 4096x4096x4096", rounds(2e-3, rng=rng), rounds(2e-3, rng=rng), is_control=True)
     kernel = case("fp32/k 4096x4096x4096", rounds(1e-3, rng=rng), rounds(1.05e-3, rng=rng),
-                  reference="fp32/cublas 4096x4096x4096")
+                  references=("fp32/cublas 4096x4096x4096",))
     assert judge([control, kernel])[1].verdict is Verdict.REGRESSION
+
+
+def test_controls_of_several_sizes_are_pooled_into_one_reference():
+    # Four sizes of the control, each as noisy as the kernel: pooled, the reference adds a quarter of the variance.
+    rng = random.Random(12)
+    labels = [f"fp32/cublas {s}x{s}x{s}" for s in (1024, 2048, 4096, 8192)]
+    controls = [case(label, rounds(2e-3, rng=rng), rounds(2e-3, rng=rng), is_control=True) for label in labels]
+    kernel = case("fp32/k 4096x4096x4096", rounds(1e-3, rng=rng), rounds(1e-3, rng=rng), references=tuple(labels))
+    alone = case("fp32/k 4096x4096x4096", kernel.before, kernel.after)
+    pooled, raw = judge([*controls, kernel])[-1], judge([alone])[0]
+    assert pooled.reference == "fp32/cublas at 4 sizes"
+    single = judge([controls[2], case(kernel.label, kernel.before, kernel.after, references=(labels[2],))])[-1]
+    assert raw.judged.se < pooled.judged.se < single.judged.se
 
 
 def test_controls_are_not_counted_among_the_cases_whose_false_alarms_are_controlled():

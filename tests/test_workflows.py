@@ -86,7 +86,8 @@ def rule_runners(workflow: dict) -> list[str]:
             if any("${{" in label for label in labels):
                 problems.append(f"{name}: runs-on is an expression: is it self-hosted?")
         elif kind == {"gpu-trusted"}:
-            problems += [f"{name}: gpu-trusted reachable on {sorted(on - TRUSTED_EVENTS)}"] if on - TRUSTED_EVENTS else []
+            if on - TRUSTED_EVENTS:
+                problems.append(f"{name}: gpu-trusted reachable on {sorted(on - TRUSTED_EVENTS)}")
         elif kind == {"gpu-untrusted"}:
             if on != {"pull_request_target"}:
                 problems.append(f"{name}: gpu-untrusted on {sorted(on)}, a definition the pull request can edit")
@@ -232,7 +233,8 @@ MUTATIONS = {
     "a: toJSON(github) in a GPU job": add(GATE, "BASE_SHA: ${{ github.event.pull_request.base.sha }}\n",
                                           "          CONTEXT: ${{ toJSON(github) }}\n", "no token"),
     "b: last cleanup only on push": edit(HISTORY, "the workspace\n        if: always()",
-                                         "the workspace\n        if: github.event_name == 'push'", "ends its processes"),
+                                         "the workspace\n        if: github.event_name == 'push'",
+                                         "ends its processes"),
     "c: re-fetch the PR's head": add(GATE, "gpu-job.sh base\n", '          git -C pr fetch origin "pull/$PR/head"\n',
                                      "code only through checkout"),
     "d: comment to the PR the artifact names": edit(GATE, REPORT_RUN, before_report(
@@ -247,7 +249,8 @@ MUTATIONS = {
         GATE, "login }}\n        run: |\n", "login }}\n          TITLE: ${{ github.event.pull_request.title }}\n"
         '        run: |\n          echo "TITLE=$TITLE" >> "$GITHUB_ENV"\n', "untrusted data", "zizmor:github-env"),
     "f: PR title into $GITHUB_ENV (GPU job)": add(GATE, '"session=$$" >> "$GITHUB_OUTPUT"\n',
-                                                   '          echo "TITLE=$TITLE" >> "$GITHUB_ENV"\n', "untrusted data"),
+                                                   '          echo "TITLE=$TITLE" >> "$GITHUB_ENV"\n',
+                                                   "untrusted data"),
     # what else a GPU box, the verdict or a write token must not allow
     "report posted as it is": edit(GATE, r"""printf '%s\n%s\n%s\n' "$fence" "$text" "$fence" """,
                                    r"""printf '%s\n' "$text" """, "report"),
@@ -259,8 +262,8 @@ MUTATIONS = {
                                           "{0}\n", "", "ends its processes"),
     "a job that may write checks out the PR": add(GATE, "    timeout-minutes: 10\n    steps:\n",
                                                   "      - uses: actions/checkout@v4\n", "code only through checkout"),
-    "write token beside pip": add(HISTORY, "          path: ${{ runner.temp }}/merged\n", "      - run: pip install x\n",
-                                  "write token"),
+    "write token beside pip": add(HISTORY, "          path: ${{ runner.temp }}/merged\n",
+                                  "      - run: pip install x\n", "write token"),
     # what zizmor covers, which this file no longer checks itself
     "an action on a tag": edit(CI, "checkout@11bd71901bbe5b1630ceea73d27597364c9af683", "checkout@v4",
                                "zizmor:unpinned-uses"),
