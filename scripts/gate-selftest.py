@@ -102,8 +102,10 @@ def run_gate(clone: Path, out: Path, name: str, base: str, head: str, *args: str
     rows = [line for line in text.splitlines() if re.match(r"^\| \S+/\S+ ", line)]
     flagged = [(row.split("|")[1].strip(), row.split("|")[11].strip().strip("*")) for row in rows
                if re.search(r"\*\*(REGRESSION|IMPROVEMENT|AMBIGUOUS|ERROR)\*\*", row)]
-    return {"name": name, "exit": status, "seconds": round(time.monotonic() - started), "cases": len(rows),
-            "flagged": flagged, "rows": rows}
+    result = {"name": name, "exit": status, "seconds": round(time.monotonic() - started), "cases": len(rows),
+              "flagged": flagged, "rows": rows}
+    print(f"{name}: exit {status}, {result['seconds']} s, {len(rows)} cases, not SAME: {flagged or '-'}", flush=True)
+    return result
 
 
 def direct_ratios(clone: Path, sizes: list[int], processes: int = 3) -> dict[int, dict[str, float]]:

@@ -30,7 +30,9 @@ ROUND_SAMPLES = "track_round_samples"  # how many samples the round's median is 
 CARD = "track_card"  # which physical card measured the round (sgemm.telemetry.card_number)
 ROUND_TRACKS = (ROUND_TIME, ROUND_SM_CLOCK, ROUND_SAMPLES, CARD)
 TRACKS = (TIME, TFLOPS, SM_CLOCK, POWER, TEMPERATURE, THROTTLED, *ROUND_TRACKS)
-GATE_TRACKS = (*ROUND_TRACKS, THROTTLED, POWER)  # what a verdict reads; the gate runs no others
+# What a gate's report reads; it runs no others (every track is a process per case and round: the sample counts and
+# the power are for the history).
+GATE_TRACKS = (ROUND_TIME, ROUND_SM_CLOCK, CARD, THROTTLED)
 
 GPU_MODULE_CLASS = "bench_gpu.Gpu"
 SM_COUNT = f"{GPU_MODULE_CLASS}.track_sm_count"

@@ -360,8 +360,7 @@ def markdown(result: GateResult, gpu_line: str) -> str:
            if settings.noise else ""),
         f"- SM clock (median per case): base {_spread([s.sm_clock_mhz for s in befores], 'MHz')}, "
         f"head {_spread([s.sm_clock_mhz for s in afters], 'MHz')}",
-        f"- Power (mean per case): base {_spread([s.power_w for s in befores], 'W')}, "
-        f"head {_spread([s.power_w for s in afters], 'W')}; clocks held down by the driver (power or thermal): "
+        "- Clocks held down by the driver (power or thermal): "
         f"base {_spread([s.throttled_ms for s in befores], 'ms', 1)}, "
         f"head {_spread([s.throttled_ms for s in afters], 'ms', 1)} per case",
     ]
