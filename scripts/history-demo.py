@@ -49,17 +49,21 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sgemm import asvsuite  # noqa: E402
+
 COMMITS = 10
 SLOW_AT = 6  # the slowing commit's place on the branch, counted from 1: five commits before it, four after
 SLOWED = "fp32/warptile"  # its source file holds this kernel alone, so the edit slows nothing else
 SLOWED_SOURCE = "kernels/fp32_warptile.cu"
 CONTROLS = ("fp32/cublas", "fp32/float4")  # unchanged on the branch: their histories must stay flat
-METHODS = ("track_time", "track_sm_clock")
+METHODS = (asvsuite.TIME, asvsuite.SM_CLOCK)
 ARCHIVE = "history-demo.tar.gz"
 BUNDLE, METADATA, RESULTS = "demo.bundle", "demo.json", "results"
 # Regression settings of the published demo: a 3% step is below asv's default threshold of 5%. Steps of the rate
 # and GPU-state tracks are not regressions of the code (asv counts every rise as one: a faster clock would be listed).
-NOT_JUDGED = r".*\.track_(tflops|sm_clock|power|temperature|throttled|round_sm_clock|round_samples|card)\("
+NOT_JUDGED = rf".*\.({'|'.join(t for t in asvsuite.TRACKS if t not in (asvsuite.TIME, asvsuite.ROUND_TIME))})\("
 COMMITTER = {"GIT_AUTHOR_NAME": "history demo", "GIT_AUTHOR_EMAIL": "history-demo@localhost",
              "GIT_COMMITTER_NAME": "history demo", "GIT_COMMITTER_EMAIL": "history-demo@localhost"}
 SCREEN = {"width": 1280, "height": 800, "wait_ms": 15000}
@@ -163,42 +167,22 @@ def build_branch(clone: Path, percent: float) -> list[Commit]:
 # --- asv's names for the cases ---------------------------------------------------------------------------------
 
 
-def case_params(name: str, size: int) -> tuple[str, str, str]:
-    """The Gemm benchmark's parameter values of a catalogue kernel at a square size, as asv writes them."""
-    precision, _, family = name.partition("/")
-    return repr(family), str(size), repr(precision)
-
-
-def entry_name(method: str, name: str, size: int) -> str:
-    """asv's name of one case of one method, as regressions.json and `asv run --bench` see it."""
-    return f"bench_gemm.Gemm.{method}({', '.join(case_params(name, size))})"
+def case(name: str, size: int) -> asvsuite.SuiteCase:
+    return asvsuite.SuiteCase.square(name, size)
 
 
 def bench_regex(cases: tuple[str, ...], size: int) -> str:
-    families = "|".join(name.partition("/")[2] for name in cases)
-    precisions = {name.partition("/")[0] for name in cases}
-    assert len(precisions) == 1, "one precision: the regex below names one"
-    return rf"Gemm\.({'|'.join(METHODS)})\('({families})', {size}, '{precisions.pop()}'\)$"
+    return "|".join(case(name, size).pattern(METHODS) for name in cases)
 
 
 def read_figures(results_dir: Path, demo: Demo) -> dict[tuple[str, str, str], float | None]:
     """(commit, method, kernel) -> asv's value (a median, from the samples); None where asv recorded none."""
-    from asv.results import iter_results_for_machine_and_hash
-
     figures: dict[tuple[str, str, str], float | None] = {}
     for commit in demo.commits:
-        runs = list(iter_results_for_machine_and_hash(str(results_dir), demo.machine, commit.hash))
+        found = asvsuite.runs(results_dir, demo.machine, commit.hash)
         for method, name in itertools.product(METHODS, demo.cases):
-            figures[commit.hash, method, name] = None
-            key = f"bench_gemm.Gemm.{method}"
-            if not runs or key not in runs[0].get_all_result_keys():
-                continue
-            params = runs[0].get_result_params(key)
-            combos = list(itertools.product(*params))
-            wanted = case_params(name, demo.size)
-            if wanted in combos:
-                value = runs[0].get_result_value(key, params)[combos.index(wanted)]
-                figures[commit.hash, method, name] = None if value is None or math.isnan(value) else value
+            value = found[-1].value(case(name, demo.size), method) if found else None
+            figures[commit.hash, method, name] = None if value is None or math.isnan(value) else value
     return figures
 
 
@@ -213,13 +197,13 @@ def history_table(results_dir: Path, demo: Demo) -> list[str]:
     lines = ["| # | commit | change | " + " | ".join(f"{name} (ms)" for name in demo.cases)
              + f" | {SLOWED} SM clock (MHz) |", "|---" * (len(demo.cases) + 4) + "|"]
     for number, commit in enumerate(demo.commits, 1):
-        times = [cell(figures[commit.hash, "track_time", name], 1e3, 4) for name in demo.cases]
-        clock = cell(figures[commit.hash, "track_sm_clock", SLOWED], 1, 0)
+        times = [cell(figures[commit.hash, asvsuite.TIME, name], 1e3, 4) for name in demo.cases]
+        clock = cell(figures[commit.hash, asvsuite.SM_CLOCK, SLOWED], 1, 0)
         marker = " **←**" if commit == demo.slow_commit else ""
         lines.append(f"| {number} | `{commit.hash[:8]}` | {commit.subject}{marker} | {' | '.join(times)} | {clock} |")
     ratios = []
     for name in demo.cases:
-        times = [figures[commit.hash, "track_time", name] for commit in demo.commits]
+        times = [figures[commit.hash, asvsuite.TIME, name] for commit in demo.commits]
         before, after = times[:SLOW_AT - 1], times[SLOW_AT - 1:]
         if None in times:
             ratios.append(f"{name} n/a")
@@ -256,7 +240,7 @@ def listed_regressions(html_dir: Path) -> list[Listed]:
 def check(html_dir: Path, demo: Demo) -> bool:
     """Print what the published regressions.json lists; True when it is the slowed kernel at the slowing commit
     alone, and nothing else."""
-    expected = entry_name("track_time", SLOWED, demo.size)
+    expected = case(SLOWED, demo.size).entry(asvsuite.TIME)
     subjects = {commit.hash: commit.subject for commit in demo.commits}
     listed = listed_regressions(html_dir)
     print(f"Regressions page ({html_dir / 'regressions.json'}): {len(listed)} listed; expected {expected} at "
@@ -428,16 +412,16 @@ def cmd_synthetic(args) -> int:
         run = Results(template.params, {}, commit.hash, date, template.params["python"], template.env_name,
                       template.env_vars)
         for method in METHODS:
-            benchmark = benchmarks[f"bench_gemm.Gemm.{method}"]
+            benchmark = benchmarks[case(SLOWED, args.size).name(method)]
             combos = list(itertools.product(*benchmark["params"]))
             values, samples, numbers = [math.nan] * len(combos), [None] * len(combos), [None] * len(combos)
             for name in demo.cases:
-                if method == "track_time":
+                if method == asvsuite.TIME:
                     step = 1 + args.percent / 100 if name == SLOWED and number >= SLOW_AT else 1
                     level, spread = SYNTHETIC_TIMES[name] * step * rng.gauss(1, 0.001), 0.001
                 else:
                     level, spread = 1980.0, 0.0005
-                j = combos.index(case_params(name, args.size))
+                j = combos.index(case(name, args.size).asv_params)
                 samples[j] = [level * rng.gauss(1, spread) for _ in range(SYNTHETIC_SAMPLES)]
                 values[j], numbers[j] = statistics.median(samples[j]), 1
             run.add_result(benchmark, BenchmarkResult(result=values, samples=samples, number=numbers, errcode=0,
@@ -456,15 +440,16 @@ def cmd_synthetic(args) -> int:
 def history_fragment(index: dict, demo: Demo) -> str:
     """The site's address of the slowed kernel's time graph, its step marked as the Regressions page links it, with
     the y axis zoomed onto the data (asv starts a time axis at zero, where a 3% step is hard to see)."""
-    names = index["benchmarks"]["bench_gemm.Gemm.track_time"]["param_names"]
-    params = [(f"p-{name}", value) for name, value in zip(names, case_params(SLOWED, demo.size))]
+    slowed = case(SLOWED, demo.size)
+    names = index["benchmarks"][slowed.name(asvsuite.TIME)]["param_names"]
+    params = [(f"p-{name}", value) for name, value in zip(names, slowed.asv_params)]
     params += [("commits", demo.slow_commit.hash[:index.get("hash_length", 8)]), ("y-axis-scale", "zoom"),
                ("x-axis-scale", "even")]
 
     def quote(text: str) -> str:  # as JavaScript's encodeURIComponent, which asv's pages use
         return urllib.parse.quote(text, safe="-_.!~*'()")
 
-    return "#bench_gemm.Gemm.track_time?" + "&".join(f"{quote(key)}={quote(value)}" for key, value in params)
+    return f"#{slowed.name(asvsuite.TIME)}?" + "&".join(f"{quote(key)}={quote(value)}" for key, value in params)
 
 
 def screenshots(site: Path, demo: Demo, folder: Path) -> tuple[tuple[Path, Path], str]:
@@ -561,7 +546,7 @@ def cmd_publish(args) -> int:
     if not passed:
         print(f"history-demo: the check failed: the screenshots go to {folder}, not to {args.docs}")
     shots, dom = screenshots(site, demo, folder)
-    if passed and entry_name("track_time", SLOWED, demo.size) not in dom:
+    if passed and case(SLOWED, demo.size).entry(asvsuite.TIME) not in dom:
         print(f"check: FAIL: the Regressions page, rendered, does not show it (see {shots[0]})")
         passed = False
     readme = write_readme(folder, demo, results_dir, args.threshold, passed)

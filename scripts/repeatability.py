@@ -1,32 +1,31 @@
 #!/usr/bin/env python3
-"""How repeatable is a GPU box? Compare the medians of two asv results trees of the same commit and machine.
+"""How repeatable is a GPU box? Compare two asv results trees of the same code on the same machine.
 
-Usage: scripts/repeatability.py RESULTS_A RESULTS_B [--min-us 100]
-Prints each track_time case's medians and their difference, worst last; exit 1 if any case differs by more than
---max-percent (default 1).
+Usage: scripts/repeatability.py RESULTS_A RESULTS_B [--min-us 100] [--max-percent 1]
+Prints each case's median time in both trees (the median of every NVBench sample asv kept) and their difference,
+worst last; exit 1 if any case differs by more than --max-percent, 2 if the trees share no case with samples.
 """
 
 import argparse
-import json
 import statistics
 import sys
-from itertools import product
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sgemm import asvsuite  # noqa: E402
 
 
 def medians(results_dir: Path) -> dict[str, float]:
+    """'machine case' -> the median of the case's time samples, from each machine's newest run."""
     found = {}
-    for path in results_dir.glob("*/*.json"):
-        if path.name == "machine.json":
-            continue
-        data = json.loads(path.read_text())
-        for name, row in data["results"].items():
-            if not name.endswith("track_time"):
-                continue
-            row = dict(zip(data["result_columns"], row))
-            for params, samples in zip(product(*row["params"]), row.get("samples") or []):
-                if samples:
-                    found[f"{path.parent.name} {name} {' '.join(params)}"] = statistics.median(samples)
+    for machine in sorted(p.parent.name for p in results_dir.glob("*/machine.json")):
+        for run in asvsuite.runs(results_dir, machine):  # oldest first: a newer run's figure replaces an older one
+            for benchmark in (asvsuite.GEMM, asvsuite.SHAPES):
+                for case in run.values(benchmark, asvsuite.TIME):
+                    samples = run.samples(case, asvsuite.TIME)
+                    if samples:
+                        found[f"{machine} {case.label}"] = statistics.median(samples)
     return found
 
 

@@ -84,9 +84,18 @@ class SuiteCase:
         """asv's name of one of the case's benchmarks."""
         return f"{MODULE}.{self.benchmark}.{method}"
 
+    @property
+    def asv_params(self) -> tuple[str, ...]:
+        """The parameter values as asv writes them in results and names (each value's repr)."""
+        return tuple(repr(value) for value in self.params)
+
+    def entry(self, method: str) -> str:
+        """asv's name of the case in one method, as `asv run --bench` and the site's regressions.json see it."""
+        return f"{self.name(method)}({', '.join(self.asv_params)})"
+
     def pattern(self, methods: tuple[str, ...] = GATE_TRACKS) -> str:
         """asv's -b regular expression selecting exactly this case's methods (asv matches `name(param, ...)`)."""
-        arguments = ", ".join(repr(value) for value in self.params)
+        arguments = ", ".join(self.asv_params)
         return rf"^{MODULE}\.{self.benchmark}\.({'|'.join(methods)})\({re.escape(arguments)}\)$"
 
 

@@ -337,13 +337,21 @@ def cmd_noise(args) -> int:
     if not (results / args.machine).is_dir():
         print(f"sgemm noise: {results} has no results of machine {args.machine!r}", file=sys.stderr)
         return 2
-    noise, runs = learn(results, args.machine)
+    try:
+        noise, runs = learn(results, args.machine)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"sgemm noise: cannot read the asv results of {args.machine!r} in {results}: {exc}", file=sys.stderr)
+        return 2
     if not noise:
         print(f"sgemm noise: no run of {args.machine!r} in {results} recorded two rounds or more of a case "
               "(asv run --record-samples, with the round tracks)", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else default_path(Path(args.repo), args.machine)
-    write(out, args.machine, noise, runs)
+    try:
+        write(out, args.machine, noise, runs)
+    except OSError as exc:
+        print(f"sgemm noise: cannot write {out}: {exc}", file=sys.stderr)
+        return 2
     sds = sorted(n.sd for n in noise.values())
     print(f"wrote {out}: {len(noise)} cases from {runs} runs; between-round sd median {sds[len(sds) // 2]:.3%}, "
           f"largest {sds[-1]:.3%}")

@@ -14,12 +14,9 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from . import asvsuite
 from .catalogue import PRECISIONS, Kernel
 from .report import Gpu, Point, ReportError, points_from_asv
-
-SM_COUNT_BENCHMARK = "bench_gpu.Gpu.track_sm_count"
-MAX_CLOCK_BENCHMARK = "bench_gpu.Gpu.track_max_sm_clock"
-
 
 @dataclass(frozen=True)
 class GpuRun:
@@ -30,14 +27,10 @@ class GpuRun:
 
 
 def _gpu_facts(results_dir: Path, machine: str, commit: str) -> tuple[int | None, float | None]:
-    from asv.results import iter_results_for_machine_and_hash
-
-    for run in iter_results_for_machine_and_hash(str(results_dir), machine, commit):
-        keys = run.get_all_result_keys()
-        if SM_COUNT_BENCHMARK in keys and MAX_CLOCK_BENCHMARK in keys:
-            sm_count = run.get_result_value(SM_COUNT_BENCHMARK, [])[0]
-            clock = run.get_result_value(MAX_CLOCK_BENCHMARK, [])[0]
-            valid = [v if v is not None and not math.isnan(v) else None for v in (sm_count, clock)]
+    for run in asvsuite.runs(results_dir, machine, commit):
+        sm_count, clock = run.scalar(asvsuite.SM_COUNT), run.scalar(asvsuite.MAX_SM_CLOCK)
+        if sm_count is not None and clock is not None:
+            valid = [None if math.isnan(v) else v for v in (sm_count, clock)]
             return (int(valid[0]) if valid[0] else None), valid[1]
     return None, None
 

@@ -15,7 +15,7 @@ import socket
 import warnings
 from pathlib import Path
 
-from .merge import write_atomically
+from .atomic import write_atomically
 from .telemetry import GpuIdentity, TelemetryUnavailable, gpu_identity
 
 ASV_MACHINE_FILE = Path("~/.asv-machine.json").expanduser()

@@ -26,10 +26,11 @@ import fcntl
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .atomic import write_atomically
 
 BENCHMARKS_FILE = "benchmarks.json"
 MACHINE_FILE = "machine.json"
@@ -96,23 +97,6 @@ def locked(exclusive: Iterable[Path] = (), shared: Iterable[Path] = ()) -> Itera
         for directory in sorted(modes):
             stack.enter_context(_flock(lock_path(directory), modes[directory], directory))
         yield
-
-
-def write_atomically(path: Path, content: bytes) -> None:
-    """Write `path` whole or not at all. The temporary file has a name of its own, so two writers never share it;
-    its leading dot keeps it out of what asv and `sgemm merge` read should it be left behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.is_file() else 0o644  # mkstemp's own 0600 would hide it from others
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as out:
-            out.write(content)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 # --- The plan --------------------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 
 from . import asvsuite
-from .merge import write_atomically
+from .atomic import write_atomically
 from .verdict import Noise
 
 NOISE_DIR = "noise"

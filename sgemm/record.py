@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .atomic import write_atomically
 from .build import BuildError
 from .catalogue import Kernel, UnknownKernelError, get_kernel
 from .measure import Timing, time_cases
@@ -66,9 +67,7 @@ class CaseResult(Timing):
         return 2 * self.m * self.n * self.k / self.median_s / 1e12
 
     def save(self, path: Path) -> None:
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(asdict(self)))
-        tmp.replace(path)
+        write_atomically(path, json.dumps(asdict(self)))
 
     @classmethod
     def load(cls, path: Path) -> CaseResult:
@@ -224,10 +223,7 @@ class AsvCase:
         calls_path = self.dir / "calls.json"
         calls = json.loads(calls_path.read_text()) if calls_path.exists() else {}
         calls[method] = calls.get(method, 0) + 1
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = calls_path.with_name(f"calls.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(calls))
-        tmp.replace(calls_path)
+        write_atomically(calls_path, json.dumps(calls))
         return calls[method]
 
     def result(self, method: str) -> CaseResult:

@@ -7,19 +7,14 @@ become `Point`s, and the tables and plots are made from those alone.
 
 from __future__ import annotations
 
-import ast
-import itertools
 import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from . import asvsuite
 from .catalogue import Kernel, Seed
 from .peak import peak_tflops
-
-TFLOPS_BENCHMARK = "bench_gemm.Gemm.track_tflops"
-CLOCK_BENCHMARK = "bench_gemm.Gemm.track_sm_clock"
-
 
 class ReportError(RuntimeError):
     """The measurements asked for cannot be found or read; the message says which and why."""
@@ -55,33 +50,29 @@ def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) 
 
     Returns the points, the commit hash, and the machine's asv entry (its facets).
     """
-    from asv.results import iter_results_for_machine
-
     machine_dir = Path(results_dir) / machine
     if not (machine_dir / "machine.json").is_file():
         known = sorted(p.parent.name for p in Path(results_dir).glob("*/machine.json"))
         raise ReportError(f"no asv results for machine {machine!r} in {results_dir} (machines there: "
                           f"{', '.join(known) or 'none'})")
     try:
-        runs = [r for r in iter_results_for_machine(str(results_dir), machine)
-                if TFLOPS_BENCHMARK in r.get_all_result_keys()]
+        found = [r for r in asvsuite.runs(Path(results_dir), machine) if r.values(asvsuite.GEMM, asvsuite.TFLOPS)]
         facets = json.loads((machine_dir / "machine.json").read_text())
     except (OSError, ValueError, KeyError) as exc:
         raise ReportError(f"cannot read the asv results in {machine_dir}: {exc}") from exc
     if commit:
-        runs = [r for r in runs if r.commit_hash.startswith(commit)]
-    if not runs:
+        found = [r for r in found if r.commit.startswith(commit)]
+    if not found:
         raise ReportError(f"no Gemm results for machine {machine!r}" + (f" at commit {commit}" if commit else ""))
-    run = max(runs, key=lambda r: r.date or 0)
-    params = run.get_result_params(TFLOPS_BENCHMARK)  # each value as its repr, e.g. "'naive'"
-    combos = [tuple(ast.literal_eval(v) for v in combo) for combo in itertools.product(*params)]
-    tflops = run.get_result_value(TFLOPS_BENCHMARK, params)
-    clocks = (run.get_result_value(CLOCK_BENCHMARK, params)
-              if CLOCK_BENCHMARK in run.get_all_result_keys() else [math.nan] * len(combos))
-    points = [Point(f"{precision}/{kernel}", size, rate, clock if clock is not None else math.nan)
-              for (kernel, size, precision), rate, clock in zip(combos, tflops, clocks)
-              if rate is not None and not math.isnan(rate)]
-    return points, run.commit_hash, facets
+    run = found[-1]
+    clocks = run.values(asvsuite.GEMM, asvsuite.SM_CLOCK)
+    points = []
+    for case, rate in run.values(asvsuite.GEMM, asvsuite.TFLOPS).items():
+        if rate is None or math.isnan(rate):
+            continue
+        clock = clocks.get(case)
+        points.append(Point(case.kernel, case.shape[0], rate, math.nan if clock is None else clock))
+    return points, run.commit, facets
 
 
 def points_from_cases(results: dict) -> list[Point]:

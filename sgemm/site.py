@@ -22,12 +22,13 @@ import os
 import posixpath
 import re
 import tarfile
-import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from .atomic import write_atomically
 
 __all__ = ["CDN_ASSETS", "NPM_REGISTRY", "PACKAGES", "Asset", "SiteError", "Vendored", "add_nav_link", "fill_cache",
            "sri", "sri_matches", "tarball_name", "tarball_url", "vendor_assets", "vendored_path"]
@@ -223,19 +224,6 @@ def _download(url: str, timeout: float) -> bytes:
         raise _Offline(f"{url}: {getattr(exc, 'reason', exc)}") from exc
 
 
-def _write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.chmod(temporary, 0o644 if mode is None else mode)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-
-
 def _fetch(package: str, version: str, cache_dir: Path | None, registry: str, timeout: float) -> bytes:
     """The package's tarball, from the cache folder when it holds it, else from the registry (then cached)."""
     pinned = PACKAGES[(package, version)]
@@ -260,7 +248,7 @@ def _fetch(package: str, version: str, cache_dir: Path | None, registry: str, ti
         raise SiteError(f"{tarball_url(package, version, registry)}: the download does not match the registry's "
                         f"integrity {pinned} for {package} {version}")
     if cache_dir is not None:
-        _write_atomic(cache_dir / name, data)
+        write_atomically(cache_dir / name, data)
     return data
 
 
@@ -388,7 +376,7 @@ def vendor_assets(html_dir: str | os.PathLike, cache_dir: str | os.PathLike | No
             writes[root / vendored_path(_key_asset((package, version)), path)] = files[path]
     for target, data in writes.items():
         if not target.is_file() or target.read_bytes() != data:
-            _write_atomic(target, data)
+            write_atomically(target, data)
 
     done = []
     for page in pages:
@@ -412,7 +400,7 @@ def vendor_assets(html_dir: str | os.PathLike, cache_dir: str | os.PathLike | No
             done.append(Vendored(page.relative_to(root).as_posix(), tag.url, path, asset.package, asset.version,
                                  outcome))
         if text != texts[page]:
-            _write_atomic(page, text.encode("utf-8"), page.stat().st_mode & 0o777)
+            write_atomically(page, text)
     return sorted(done, key=lambda item: (item.page, item.url))
 
 
@@ -447,5 +435,5 @@ def add_nav_link(html_dir: str | os.PathLike, href: str, label: str) -> bool:
             updated = navbar_text.rstrip() + "\n        " + item + "\n      "
     if updated == navbar_text:
         return False
-    _write_atomic(index, (text[:navbar.end()] + updated + text[end:]).encode("utf-8"), index.stat().st_mode & 0o777)
+    write_atomically(index, text[:navbar.end()] + updated + text[end:])
     return True

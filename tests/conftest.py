@@ -231,3 +231,39 @@ def two_gpu_results(tmp_path_factory) -> GpuResultsTree:
     for box in (GpuResultsTree.H100, GpuResultsTree.H200):
         tree.run(box)
     return tree
+
+
+# --- asv results written through asv's own Results API (test_asvsuite.py, test_noise.py) -------------------------
+
+
+def write_asv_run(results_dir: Path, machine: str, commit: str, date_ms: int,
+                  figures: dict[tuple[str, str], dict[tuple, list[float] | None]]) -> None:
+    """One run of `machine` at `commit`, as `asv run --record-samples` files it.
+
+    `figures` maps (benchmark class, method) to {the case's parameters (Python values): its samples, or None for
+    a case that failed}; every parameter combination not given is a skip (NaN), as asv records one.
+    """
+    import itertools
+    import statistics
+
+    from asv.results import Results
+    from asv.runner import BenchmarkResult
+
+    from sgemm import asvsuite
+
+    (results_dir / machine).mkdir(parents=True, exist_ok=True)
+    (results_dir / machine / "machine.json").write_text(json.dumps({"machine": machine, "version": 1}))
+    params = {"machine": machine, "python": "3.11"}
+    run = Results(params, {}, commit, date_ms, "3.11", "existing-py", {})
+    for (benchmark, method), cases in figures.items():
+        axes = [sorted({combo[i] for combo in cases}, key=repr) for i in range(len(next(iter(cases))))]
+        combos = list(itertools.product(*axes))
+        values, samples = [float("nan")] * len(combos), [None] * len(combos)
+        for combo, kept in cases.items():
+            j = combos.index(combo)
+            values[j], samples[j] = (None, None) if kept is None else (statistics.median(kept), list(kept))
+        entry = {"name": f"{asvsuite.MODULE}.{benchmark}.{method}", "version": "1",
+                 "params": [[repr(v) for v in axis] for axis in axes]}
+        run.add_result(entry, BenchmarkResult(result=values, samples=samples, number=[1] * len(combos), errcode=0,
+                                              stderr="", profile=None), record_samples=True)
+    run.save(str(results_dir))
