@@ -477,8 +477,9 @@ def write_readme(folder: Path, demo: Demo, results_dir: Path, threshold: float, 
                   "measurement.", ""]
     lines += [
         f"A demo branch of {COMMITS} commits, benchmarked commit by commit with asv on one GPU and published with "
-        f"`sgemm publish`. Commit {SLOW_AT} (`{slow.hash[:8]}`) makes every block of `{SLOWED}` wait, after its last "
-        f"store, for {demo.percent:g}% of the cycles it has run; the other commits change documentation only. "
+        f"`sgemm publish`. Commit {SLOW_AT} (`{slow.hash[:8]}`) makes every block of `{SLOWED}` spin on the SM's "
+        f"cycle counter before it starts, for a number of cycles proportional to K (about {demo.percent:g}% of its "
+        "time; what it computes is unchanged); the other commits change documentation only. "
         + (f"asv's Regressions page lists `{SLOWED}` at that commit and nothing else." if passed else
            f"**The check failed**: asv's Regressions page does not list `{SLOWED}` at that commit alone."),
         "",

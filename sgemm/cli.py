@@ -549,8 +549,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "directories kept apart; a bad or conflicting file stops it before anything is written)", kernels=False)
     merge.add_argument("sources", nargs="+", help="results directories to merge")
     merge.add_argument("--into", required=True, help="results directory to merge them into (created if missing)")
-    gate = add("gate", cmd_gate, "benchmark what a change can affect at two commits with asv continuous and judge "
-               "each case at equal SM clock; exit 0 pass, 1 a regression, 2 undecided", kernels=False)
+    gate = add("gate", cmd_gate, "benchmark what a change can affect at two commits, round by round with asv "
+               "continuous, and judge each case on its round medians; exit 0 pass, 1 a regression, 2 undecided", kernels=False)
     gate.add_argument("base", help="the commit the change starts from (e.g. the pull request's base)")
     gate.add_argument("head", help="the commit with the change")
     gate.add_argument("-k", "--kernel", action="append", default=[],

@@ -270,6 +270,11 @@ def _verdict(m: _Measured, q_value: float) -> Comparison:
     straddles = low < 1 + case.threshold < high or low < 1 / (1 + case.threshold) < high
     base = Comparison(case, m.time, m.cycles, m.judged, m.judged_cycles, q_value, threshold, in_time, "",
                       reference, straddles or detectable > case.threshold)
+    few = [f"{side} {len(rounds.medians_s)}" for side, rounds in (("base", case.before), ("head", case.after))
+           if len(rounds.medians_s) < MIN_ROUNDS]
+    if few:  # a round lost (its process failed, or the results tree lacks it): no spread to test on
+        return replace(base, verdict=Verdict.AMBIGUOUS, open=True,
+                       why=f"too few rounds recorded to judge ({', '.join(few)}; at least {MIN_ROUNDS} a side)")
     floor_note = (f"; judged at {threshold:.1%}, the smallest change its noise lets the test see "
                   f"(asked: {case.threshold:.1%})" if detectable > case.threshold else "")
     if in_time is Verdict.SAME:

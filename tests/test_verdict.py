@@ -173,6 +173,17 @@ def test_no_clock_recorded_leaves_a_time_difference_ambiguous():
     assert result.verdict is Verdict.AMBIGUOUS
 
 
+def test_a_side_missing_rounds_is_not_judged_and_says_so():
+    # Three rounds asked for, two recorded at base (a round's process died, or the results tree lost it): the spread
+    # of two medians says too little, even of a 10% slowdown.
+    rng = random.Random(12)
+    result = one(rounds(1e-3, n=2, rng=rng), rounds(1.1e-3, rng=rng))
+    assert result.verdict is Verdict.AMBIGUOUS and result.open
+    assert result.why == "too few rounds recorded to judge (base 2; at least 3 a side)"
+    single = one(rounds(1e-3, n=1, rng=rng), rounds(1e-3, n=1, rng=rng))
+    assert single.verdict is Verdict.AMBIGUOUS and "base 1, head 1" in single.why
+
+
 def test_benjamini_hochberg_adjusts_as_published():
     # Five p-values: BH's q = min over j >= i of p_(j) * m / j.
     assert benjamini_hochberg([0.01, 0.04, 0.03, 0.2, 0.5]) == pytest.approx([0.05, 0.0667, 0.0667, 0.25, 0.5],
