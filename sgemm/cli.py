@@ -49,6 +49,7 @@ def _integer_at_least(lowest: int, what: str):
 
 
 _size = _integer_at_least(1, "a size")
+_commit_count = _integer_at_least(1, "--first")
 _device = _integer_at_least(0, "a device index")
 
 
@@ -328,6 +329,39 @@ def cmd_gate(args) -> int:
         return EXIT_UNDECIDED
 
 
+def cmd_history(args) -> int:
+    from .history import HistoryError, plan, run
+    from .machine import detect_identity, machine_entry, machine_name, write_machine_file
+
+    repo = Path(args.repo).resolve()
+    if not (repo / "asv.conf.json").is_file():
+        print(f"sgemm history: {repo} has no asv.conf.json: run it in the repository", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        device_info(args.device)
+        gpu = True
+    except NoGpuError as exc:
+        print(f"sgemm history: {no_gpu_message(exc)}: measuring what needs no GPU", file=sys.stderr)
+        gpu = False
+    identity = detect_identity(args.device) if gpu else None
+    machine = args.machine or machine_name(identity)
+    try:
+        chosen = plan(repo, Path(args.results).resolve(), machine, gpu, args.first)
+    except HistoryError as exc:
+        print(f"sgemm history: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for line in chosen.describe():
+        print(f"sgemm history: {line}", file=sys.stderr)
+    if args.dry_run:
+        return EXIT_OK
+    write_machine_file(machine_entry(identity, machine))  # asv asks interactively for a machine it does not know
+    measured = run(repo, chosen)
+    if measured != 0:
+        print(f"sgemm history: asv run exited {measured}; publishing what was recorded", file=sys.stderr)
+    published = cmd_publish(args)
+    return published or (EXIT_FAILED if measured else EXIT_OK)
+
+
 def cmd_noise(args) -> int:
     from pathlib import Path
 
@@ -574,6 +608,19 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--report", help="also write the Markdown report to this file")
     gate.add_argument("--no-sweep", action="store_true", help="square sizes only: leave out seed 003's shape sweep")
     gate.add_argument("--dry-run", action="store_true", help="list the cases the change selects; measure nothing")
+    history = add("history", cmd_history, "bring this box's asv history up to date, then build the site: the "
+                  "newest commits on a first run (--first), every new commit later; without a GPU, the resource "
+                  "history alone", kernels=False)
+    history.add_argument("--first", type=_commit_count, default=1, help="commits a machine's first run measures, newest "
+                         "first (default 1: the head of the branch; the full suite takes about 8 minutes a commit "
+                         "on an H100)")
+    history.add_argument("--results", default="results", help="asv results directory (default: results)")
+    history.add_argument("--html", default="html", help="the site's directory (default: html)")
+    history.add_argument("--repo", default=".", help="the repository (default: the current directory)")
+    history.add_argument("--machine", type=_machine_name, help="asv machine name (default: from the GPU model)")
+    history.add_argument("--npm-cache", help="folder of the site libraries' npm tarballs (needed offline)")
+    history.add_argument("--dry-run", action="store_true", help="say what would be measured; measure nothing")
+    history.set_defaults(size=None)
     publish = add("publish", cmd_publish, "build the static site of a results tree: asv publish, the cross-GPU "
                   "page, and every library the pages load vendored beside them (works offline)", kernels=False)
     publish.add_argument("--results", required=True, help="asv results directory (e.g. merged by `sgemm merge`)")

@@ -296,8 +296,11 @@ def run_gate(repo: Path, base: str, head: str, selection: Selection, cases: list
             break
         print(f"sgemm gate: {len(still_open)} cases still open after {rounds_run} rounds: measuring them again",
               file=sys.stderr)
-        to_measure = list(dict.fromkeys(case for pair in outcome.sides if pair.label in still_open
-                                        for case in (pair.base, pair.head)))
+        # The controls of those cases' precisions too: a kernel is judged against controls of the same rounds.
+        precisions = {pair.head.precision for pair in outcome.sides if pair.label in still_open}
+        again = [pair for pair in outcome.sides if pair.label in still_open
+                 or (pair.head.kernel in selection.controls and pair.head.precision in precisions)]
+        to_measure = list(dict.fromkeys(case for pair in again for case in (pair.base, pair.head)))
     return GateResult(base, head, machine, selection, settings, comparisons, outcome, rounds_run, problems,
                       time.monotonic() - started)
 

@@ -6,43 +6,45 @@ from sgemm import build
 from sgemm.catalogue import KERNEL_DIR, get_kernel
 
 
-def test_source_carries_a_digest_of_each_local_header(tmp_path):
+@pytest.fixture
+def kernels(tmp_path):
+    """A copy of the kernels folder, to edit."""
     for path in KERNEL_DIR.iterdir():
         shutil.copy(path, tmp_path)
+    return tmp_path
+
+
+def test_source_carries_a_digest_of_each_local_header(kernels):
     kernel = get_kernel("fp32/naive")
-    before = build.kernel_source(kernel, tmp_path)
+    before = build.kernel_source(kernel, kernels)
     assert "common.cuh: sha256" in before
-    with open(tmp_path / "common.cuh", "a") as header:
+    with open(kernels / "common.cuh", "a") as header:
         header.write("// edited\n")
-    assert build.kernel_source(kernel, tmp_path) != before, "an edited header must change CuPy's cache key"
+    assert build.kernel_source(kernel, kernels) != before, "an edited header must change CuPy's cache key"
 
 
-def test_a_header_included_by_a_header_changes_the_digest(tmp_path):
-    for path in KERNEL_DIR.iterdir():
-        shutil.copy(path, tmp_path)
-    common = tmp_path / "common.cuh"
+def test_a_header_included_by_a_header_changes_the_digest(kernels):
+    common = kernels / "common.cuh"
     common.write_text(common.read_text().replace("#pragma once\n", '#pragma once\n#include "nested.cuh"\n', 1))
-    (tmp_path / "nested.cuh").write_text("#pragma once\n")
+    (kernels / "nested.cuh").write_text("#pragma once\n")
     kernel = get_kernel("fp32/naive")
-    before = build.kernel_source(kernel, tmp_path)
+    before = build.kernel_source(kernel, kernels)
     assert "nested.cuh: sha256" in before
-    with open(tmp_path / "nested.cuh", "a") as header:
+    with open(kernels / "nested.cuh", "a") as header:
         header.write("// edited\n")
-    assert build.kernel_source(kernel, tmp_path) != before, "a nested header must change CuPy's cache key"
+    assert build.kernel_source(kernel, kernels) != before, "a nested header must change CuPy's cache key"
 
 
-def test_a_header_included_in_angle_brackets_changes_the_digest(tmp_path):
-    for path in KERNEL_DIR.iterdir():
-        shutil.copy(path, tmp_path)
-    source = tmp_path / "fp16_wmma.cu"  # includes toolkit headers only, which stay out of the digests
+def test_a_header_included_in_angle_brackets_changes_the_digest(kernels):
+    source = kernels / "fp16_wmma.cu"  # includes toolkit headers only, which stay out of the digests
     source.write_text(source.read_text() + "#include <extra.cuh>\n")
-    (tmp_path / "extra.cuh").write_text("#pragma once\n")
+    (kernels / "extra.cuh").write_text("#pragma once\n")
     kernel = get_kernel("fp16/wmma_naive")
-    before = build.kernel_source(kernel, tmp_path)
+    before = build.kernel_source(kernel, kernels)
     assert [line.split(":")[0] for line in before.splitlines() if ": sha256 " in line] == ["// extra.cuh"]
-    with open(tmp_path / "extra.cuh", "a") as header:
+    with open(kernels / "extra.cuh", "a") as header:
         header.write("// edited\n")
-    assert build.kernel_source(kernel, tmp_path) != before
+    assert build.kernel_source(kernel, kernels) != before
 
 
 def test_the_include_walk_follows_both_forms_once_each_in_the_order_reached():

@@ -149,6 +149,8 @@ def test_open_cases_get_more_rounds_up_to_the_cap(synthetic_repo, tmp_path):
     naive = next(c for c in result.judged if c.label.startswith("fp32/naive"))
     assert len(float4.case.before.medians_s) == 6  # three more rounds, appended to the first three
     assert len(naive.case.before.medians_s) == 3  # settled: not measured again
+    cublas = next(c for c in result.comparisons if c.label.startswith("fp32/cublas"))
+    assert len(cublas.case.before.medians_s) == 6  # the control of an open case's precision: in the same rounds
 
 
 def test_a_documentation_change_passes(synthetic_repo, tmp_path):

@@ -148,13 +148,19 @@ def shown(dest):
             for run in sorted(dest.glob("*/*.json")) if run.name != "machine.json"}
 
 
-@pytest.mark.parametrize("order", ["older last", "older first"])
-def test_the_newest_runs_definition_of_a_benchmark_wins_whatever_the_order(two_boxes, tmp_path, order):
+def two_versions(two_boxes, tmp_path):
+    """Two boxes' trees whose suites differ: the newer run's benchmarks at version v-new, the older's at v-old."""
     newer, older = tmp_path / "newer", tmp_path / "older"
     shutil.copytree(two_boxes["nvidia-h100-80gb-hbm3"], newer)
     shutil.copytree(two_boxes["nvidia-h200"], older)
     restamp(newer, "v-new", 0)
     restamp(older, "v-old", -DAY_MS)
+    return newer, older
+
+
+@pytest.mark.parametrize("order", ["older last", "older first"])
+def test_the_newest_runs_definition_of_a_benchmark_wins_whatever_the_order(two_boxes, tmp_path, order):
+    newer, older = two_versions(two_boxes, tmp_path)
     dest = tmp_path / "merged"
     sources = [newer, older] if order == "older last" else [older, newer]
     plan = merge_results(sources, dest)
@@ -250,11 +256,7 @@ def test_temporary_files_have_names_of_their_own(two_boxes, tmp_path):
 def test_sgemm_merge_warns_of_results_an_older_version_leaves_unshown(two_boxes, tmp_path, capsys):
     from sgemm import cli
 
-    newer, older = tmp_path / "newer", tmp_path / "older"
-    shutil.copytree(two_boxes["nvidia-h100-80gb-hbm3"], newer)
-    shutil.copytree(two_boxes["nvidia-h200"], older)
-    restamp(newer, "v-new", 0)
-    restamp(older, "v-old", -DAY_MS)
+    newer, older = two_versions(two_boxes, tmp_path)
     assert cli.main(["merge", str(newer), str(older), "--into", str(tmp_path / "merged")]) == 0
     out, err = capsys.readouterr()
     assert out.startswith(f"merged into {tmp_path / 'merged'}: ")

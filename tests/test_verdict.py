@@ -60,29 +60,28 @@ def test_a_shift_between_processes_is_not_significant_however_tight_each_process
     assert result.q_value > FALSE_DISCOVERY_RATE
 
 
+def identical_gates(count, size=40):
+    """A/A gates: `size` cases whose two sides are drawn alike (3 rounds, 0.3% between-round noise), judged at a
+    0.1% threshold so that only the statistics stand between noise and a verdict."""
+    rng = random.Random(4)
+    for _ in range(count):
+        yield [case(f"fp32/k{i} 4096x4096x4096", rounds(1e-3, sd=0.003, rng=rng), rounds(1e-3, sd=0.003, rng=rng),
+                    threshold=0.001) for i in range(size)]
+
+
 def test_the_false_alarm_rate_over_many_identical_gates_stays_below_the_chosen_rate():
     # 400 A/A gates of 40 cases each (3 rounds a side, 0.3% between-round noise), threshold 0.1% so that only the
     # statistics stand between noise and a verdict: Benjamini-Hochberg under the null keeps the share of gates with
     # any false alarm near the false-discovery rate.
-    rng = random.Random(4)
-    gates_with_a_false_alarm = 0
-    for _ in range(400):
-        cases = [case(f"fp32/k{i} 4096x4096x4096", rounds(1e-3, sd=0.003, rng=rng), rounds(1e-3, sd=0.003, rng=rng),
-                      threshold=0.001) for i in range(40)]
-        if any(c.verdict is not Verdict.SAME for c in judge(cases)):
-            gates_with_a_false_alarm += 1
+    gates_with_a_false_alarm = sum(any(c.verdict is not Verdict.SAME for c in judge(cases))
+                                   for cases in identical_gates(400))
     assert gates_with_a_false_alarm / 400 <= FALSE_DISCOVERY_RATE * 1.5
 
 
 def test_without_the_correction_many_cases_would_raise_false_alarms():
     # The same A/A gates judged one case at a time: the raw p-values alone flag some case in most gates, which is
     # what the correction is for (this guards the test above against passing for another reason).
-    rng = random.Random(4)
-    flagged = 0
-    for _ in range(100):
-        cases = [case(f"fp32/k{i} 4096x4096x4096", rounds(1e-3, sd=0.003, rng=rng), rounds(1e-3, sd=0.003, rng=rng),
-                      threshold=0.001) for i in range(40)]
-        flagged += any(c.judged.p_value <= FALSE_DISCOVERY_RATE for c in judge(cases))
+    flagged = sum(any(c.judged.p_value <= FALSE_DISCOVERY_RATE for c in judge(cases)) for cases in identical_gates(100))
     assert flagged > 50
 
 

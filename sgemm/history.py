@@ -1,0 +1,118 @@
+"""A box's history brought up to date: which commits and which benchmarks `asv run` measures here, then the run.
+
+asv does the measuring (each commit built in a virtualenv of its own, its results filed under this machine); this
+module chooses what it runs, says beforehand how long that should take, and leaves the site to `sgemm publish`.
+
+- Commits: a machine with no results yet measures the newest `first` commits of the branch (default 1, its head
+  alone), so that a fresh box does not start on the whole history (the full suite takes about 8 minutes a commit on
+  an H100); every later run measures what came since: the branch's commits that descend from none already measured
+  here.
+- Benchmarks: every suite on a GPU box. Without a usable GPU, the resource suite alone (registers, shared memory
+  and spills per architecture, compiled by NVRTC with no GPU), and the run says what it left out.
+- The CUDA stack: asv's environments link the site-packages of the interpreter running this (asv.conf.json's
+  SGEMM_CUDA_SITE), unless the variable already names one: the stack must match the box's driver, so it is not
+  installed per commit.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import asvsuite
+
+DEFAULT_FIRST = 1
+BRANCH = "main"  # asv.conf.json's branch
+RESOURCES_ONLY = r"^bench_resources\."
+# What a box without a GPU leaves out, in words for the run's first lines.
+GPU_SUITES = ("bench_gemm (time, TFLOP/s, clocks and power per kernel, size and precision)",
+              "bench_gpu (the GPU's SM count and maximum clock)")
+
+
+class HistoryError(RuntimeError):
+    """The history cannot be brought up to date here; the message says why."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One `asv run` of this box: the commits, the benchmarks, and what to say about them first."""
+
+    machine: str
+    commits: tuple[str, ...]  # exactly what will be measured, newest first
+    bench: str | None  # asv's --bench, None for every benchmark
+    left_out: tuple[str, ...]  # suites this box cannot run, in words
+    seconds_per_commit: float | None  # from this machine's newest run, when there is one
+
+    def describe(self) -> list[str]:
+        lines = [f"machine {self.machine}: {len(self.commits)} commit{'s' if len(self.commits) != 1 else ''} to "
+                 f"measure" + (f" ({', '.join(c[:8] for c in self.commits[:5])}"
+                               f"{', ...' if len(self.commits) > 5 else ''})" if self.commits else "")]
+        if self.seconds_per_commit and self.commits:
+            minutes = self.seconds_per_commit * len(self.commits) / 60
+            lines.append(f"expected: about {minutes:.0f} min ({self.seconds_per_commit / 60:.1f} min a commit in "
+                         "this machine's last run)")
+        elif self.commits:
+            lines.append("expected: no run of this machine to go by; the full suite took about 8 minutes a commit on "
+                         "an H100")
+        lines += [f"left out, no GPU here: {suite}" for suite in self.left_out]
+        return lines
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise HistoryError(f"git {' '.join(args)}: {done.stderr.strip() or f'exit {done.returncode}'}")
+    return done.stdout.strip()
+
+
+def measured_commits(results_dir: Path, machine: str) -> list[str]:
+    """The commits this machine has results of."""
+    return [run.commit for run in asvsuite.runs(results_dir, machine)] if (results_dir / machine).is_dir() else []
+
+
+def _is_commit(repo: Path, name: str) -> bool:
+    return subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{name}^{{commit}}"],
+                          capture_output=True).returncode == 0
+
+
+def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int = DEFAULT_FIRST) -> Plan:
+    """What this box measures now. The commits are listed here and handed to asv as they are, so that what was
+    announced is what runs (asv's NEW would also skip commits that other machines of a merged tree measured)."""
+    if first < 1:
+        raise HistoryError(f"--first must be at least 1, got {first}")
+    done = [commit for commit in measured_commits(results_dir, machine) if _is_commit(repo, commit)]
+    if done:  # everything on the branch that descends from none of them
+        commits = _git(repo, "rev-list", BRANCH, *(f"^{commit}" for commit in done)).split()
+        durations = asvsuite.runs(results_dir, machine)[-1].run.duration.values()
+        seconds = sum(value for value in durations if value) or None
+    else:
+        commits = _git(repo, "rev-list", "--first-parent", f"--max-count={first}", BRANCH).split()
+        seconds = None
+    return Plan(machine, tuple(commits), None if gpu else RESOURCES_ONLY, () if gpu else GPU_SUITES, seconds)
+
+
+def cuda_site() -> str:
+    """SGEMM_CUDA_SITE for asv's environments: as set, or this interpreter's site-packages."""
+    return os.environ.get("SGEMM_CUDA_SITE") or sysconfig.get_paths()["purelib"]
+
+
+def run(repo: Path, chosen: Plan, record_samples: bool = True) -> int:
+    """`asv run` of the plan, its progress shown as asv prints it; returns asv's exit status."""
+    if not chosen.commits:
+        return 0
+    env = dict(os.environ, SGEMM_CUDA_SITE=cuda_site())
+    with tempfile.TemporaryDirectory(prefix="sgemm-history-") as scratch:
+        hashes = Path(scratch) / "commits"  # asv's own way to be given exact commits
+        hashes.write_text("\n".join(chosen.commits) + "\n")
+        command = [sys.executable, "-m", "asv", "run", f"HASHFILE:{hashes}", "--machine", chosen.machine,
+                   "--skip-existing-commits", "--show-stderr"]
+        if record_samples:
+            command.append("--record-samples")
+        if chosen.bench:
+            command += ["--bench", chosen.bench]
+        return subprocess.run(command, cwd=repo, env=env).returncode
