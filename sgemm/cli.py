@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
 import time
 import warnings
@@ -95,25 +96,17 @@ def _glue_signed_values(argv: list[str]) -> list[str]:
     return glued
 
 
-def no_gpu_message(exc: Exception) -> str:
-    """NoGpuError in words. CuPy says "CUDA driver version is insufficient" both where the driver is too old and
-    where there is none at all; only the second is common (a CPU box), and only the driver's library tells them
-    apart."""
-    from .machine import driver_present
-
-    if not driver_present():
-        return "no usable CUDA GPU: no NVIDIA driver on this machine (libcuda.so.1 cannot be loaded)"
-    text = str(exc)
-    if "InsufficientDriver" in text or "driver version is insufficient" in text:
-        return ("no usable CUDA GPU: the NVIDIA driver is older than the CUDA runtime CuPy was built for "
-                "(on a CUDA 12 driver install the cuda12 extra)")
-    return text
-
-
-def print_table(header: list[str], rows: list[list[str]]) -> None:
+def print_table(header: list[str], rows: list[list[str]], width: int | None = None) -> None:
+    """Columns padded to their widest cell; with `width`, the last column is cut (with '…') to fit that many."""
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    if width is not None:
+        room = width - sum(widths[:-1]) - 2 * (len(widths) - 1)
+        widths[-1] = max(min(widths[-1], room), len(header[-1]))
     for line in [header, ["-" * w for w in widths], *rows]:
-        print("  ".join(str(cell).ljust(w) for cell, w in zip(line, widths)).rstrip())
+        cells = [str(cell) for cell in line]
+        if len(cells[-1]) > widths[-1]:
+            cells[-1] = cells[-1][:widths[-1] - 1] + "…"
+        print("  ".join(cell.ljust(w) for cell, w in zip(cells, widths)).rstrip())
 
 
 def _cases(kernels: list, shapes, info: DeviceInfo) -> tuple[list[Case], list[tuple[Case, str]]]:
@@ -133,10 +126,18 @@ def cmd_list(args) -> int:
     rows = []
     for kernel in catalogue.select(args.kernel):
         shapes = "any" if kernel.multiple_of == (1, 1, 1) else "M%{} N%{} K%{}".format(*kernel.multiple_of)
-        origin = ", ".join(f"{o.seed[:3]} {o.label}" for o in kernel.origins)
-        rows.append([kernel.name, kernel.library or f"{kernel.source} {kernel.entry}", shapes,
-                     f"{kernel.min_compute_capability / 10:.1f}", origin, kernel.technique])
-    print_table(["kernel", "source", "shapes", "min cc", "seed", "technique"], rows)
+        if args.wide:
+            origin = ", ".join(f"{o.seed[:3]} {o.label}" for o in kernel.origins)
+            rows.append([kernel.name, kernel.library or f"{kernel.source} {kernel.entry}", shapes,
+                         f"{kernel.min_compute_capability / 10:.1f}", origin, kernel.technique])
+        else:
+            seeds = " ".join(dict.fromkeys(o.seed[:3] for o in kernel.origins))
+            rows.append([kernel.name, shapes, f"{kernel.min_compute_capability / 10:.1f}", seeds, kernel.technique])
+    if args.wide:
+        print_table(["kernel", "source", "shapes", "min cc", "seed", "technique"], rows)
+    else:  # one line a kernel, as wide as the terminal
+        print_table(["kernel", "shapes", "min cc", "seeds", "technique"], rows,
+                    shutil.get_terminal_size((100, 24)).columns)
     return 0
 
 
@@ -341,7 +342,7 @@ def cmd_history(args) -> int:
         device_info(args.device)
         gpu = True
     except NoGpuError as exc:
-        print(f"sgemm history: {no_gpu_message(exc)}: measuring what needs no GPU", file=sys.stderr)
+        print(f"sgemm history: {exc}: measuring what needs no GPU", file=sys.stderr)
         gpu = False
     identity = detect_identity(args.device) if gpu else None
     machine = args.machine or machine_name(identity)
@@ -557,7 +558,9 @@ def build_parser() -> argparse.ArgumentParser:
                                  help="kernel name or precision prefix, e.g. fp32/naive or fp16 (repeatable)")
         return command
 
-    add("list", cmd_list, "show the kernel catalogue")
+    listing = add("list", cmd_list, "show the kernel catalogue, a line a kernel as wide as the terminal")
+    listing.add_argument("--wide", action="store_true", help="every column in full: the source and template "
+                         "instantiation, and each seed's label for the step")
     check = add("check", cmd_check, "check every kernel against an FP64 reference on this GPU")
     check.add_argument("--shape", type=parse_shape, action="append", help="MxNxK (repeatable)")
     check.add_argument("--alpha", type=_finite, default=1.0)
@@ -664,7 +667,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sgemm: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except NoGpuError as exc:
-        print(f"sgemm {args.command}: {no_gpu_message(exc)}", file=sys.stderr)
+        print(f"sgemm {args.command}: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except MachineFileError as exc:
         print(f"sgemm {args.command}: {exc}", file=sys.stderr)

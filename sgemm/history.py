@@ -57,8 +57,9 @@ class Plan:
             lines.append(f"expected: about {minutes:.0f} min ({self.seconds_per_commit / 60:.1f} min a commit in "
                          "this machine's last run)")
         elif self.commits:
-            lines.append("expected: no run of this machine to go by; the full suite took about 8 minutes a commit on "
-                         "an H100")
+            lines.append("expected: no run of this machine to go by; " + (
+                "the resource suite took about 1 minute a commit on a 2-core CPU box" if self.left_out else
+                "the full suite took about 8 minutes a commit on an H100"))
         lines += [f"left out, no GPU here: {suite}" for suite in self.left_out]
         return lines
 
@@ -101,11 +102,24 @@ def cuda_site() -> str:
     return os.environ.get("SGEMM_CUDA_SITE") or sysconfig.get_paths()["purelib"]
 
 
+def library_path(site_dirs: str) -> str:
+    """LD_LIBRARY_PATH with the CUDA libraries of the NVIDIA wheels in `site_dirs` (':'-joined) in front.
+
+    The resource suite compiles with the NVRTC that the linked stack carries as a wheel (nvidia/cu13/lib), and
+    cuda-pathfinder looks for it in an environment's own site-packages only, never in a linked one: without a
+    toolkit on the box, only the loader's search path finds it there.
+    """
+    found = [str(lib) for site in site_dirs.split(os.pathsep) if site
+             for lib in sorted(Path(site).glob("nvidia/*/lib")) if any(lib.glob("libnvrtc.so*"))]
+    return os.pathsep.join(found + [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p])
+
+
 def run(repo: Path, chosen: Plan, record_samples: bool = True) -> int:
     """`asv run` of the plan, its progress shown as asv prints it; returns asv's exit status."""
     if not chosen.commits:
         return 0
-    env = dict(os.environ, SGEMM_CUDA_SITE=cuda_site())
+    site_dirs = cuda_site()
+    env = dict(os.environ, SGEMM_CUDA_SITE=site_dirs, LD_LIBRARY_PATH=library_path(site_dirs))
     with tempfile.TemporaryDirectory(prefix="sgemm-history-") as scratch:
         hashes = Path(scratch) / "commits"  # asv's own way to be given exact commits
         hashes.write_text("\n".join(chosen.commits) + "\n")

@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 
 from .atomic import write_atomically
-from .telemetry import GpuIdentity, TelemetryUnavailable, gpu_identity
+from .telemetry import GpuIdentity, TelemetryUnavailable, driver_present, gpu_identity
 
 ASV_MACHINE_FILE = Path("~/.asv-machine.json").expanduser()
 ASV_MACHINE_VERSION = 1
@@ -66,18 +66,6 @@ def machine_entry(identity: GpuIdentity | None, name: str) -> dict:
         entry.update(gpu=identity.model, gpu_memory=f"{identity.memory_gib} GiB",
                      compute_capability=identity.compute_capability)
     return entry
-
-
-def driver_present() -> bool:
-    """Whether this machine has an NVIDIA driver: its CUDA library loads. CuPy and NVML report a missing driver in
-    words that point elsewhere ("CUDA driver version is insufficient", "Shared Library Not Found")."""
-    import ctypes
-
-    try:
-        ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    return True
 
 
 def detect_identity(cuda_device: int = 0) -> GpuIdentity | None:

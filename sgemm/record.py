@@ -24,7 +24,7 @@ from .build import BuildError
 from .catalogue import Kernel, UnknownKernelError, get_kernel
 from .measure import Timing, time_cases
 from .problem import make_problem
-from .telemetry import CaseMonitor, TelemetryUnavailable, card_id, nvml_handle, other_processes
+from .telemetry import CaseMonitor, TelemetryUnavailable, card_id, driver_present, nvml_handle, other_processes
 from .verify import VerificationError, verify
 
 EVENTS_VARIABLE = "SGEMM_CASE_EVENTS"
@@ -81,6 +81,19 @@ class DeviceInfo:
     sm_count: int
 
 
+def _no_gpu_reason(exc: Exception) -> str:
+    """Why CUDA cannot be used, in words. CuPy says "CUDA driver version is insufficient" both where the driver is
+    too old and where there is none at all; only the second is common (a CPU box), and only the driver's library
+    tells them apart."""
+    if not driver_present():
+        return "no usable CUDA GPU: no NVIDIA driver on this machine (libcuda.so.1 cannot be loaded)"
+    text = f"{type(exc).__name__}: {exc}".strip()
+    if "InsufficientDriver" in text or "driver version is insufficient" in text:
+        return ("no usable CUDA GPU: the NVIDIA driver is older than the CUDA runtime CuPy was built for "
+                "(on a CUDA 12 driver install the cuda12 extra)")
+    return f"no usable CUDA GPU: {text}"
+
+
 def device_info(device: int = 0) -> DeviceInfo:
     """The CUDA device's facts, or NoGpuError saying why CUDA cannot be used."""
     try:
@@ -93,7 +106,7 @@ def device_info(device: int = 0) -> DeviceInfo:
     except NoGpuError:
         raise
     except Exception as exc:  # ImportError, or CUDARuntimeError without a driver
-        raise NoGpuError(f"no usable CUDA GPU: {type(exc).__name__}: {exc}".strip()) from exc
+        raise NoGpuError(_no_gpu_reason(exc)) from exc
     return DeviceInfo(props["name"].decode(), props["major"] * 10 + props["minor"], props["multiProcessorCount"])
 
 

@@ -7,6 +7,11 @@ folder of their tarballs, for machines without internet), checks each tarball ag
 publishes for it, copies the files the page needs to `vendor/<package>-<version>/` beside the HTML, and points the
 HTML there. The site then needs nothing but the HTTP server that serves it.
 
+Pages are read with the standard library's HTML parser (`add_nav_link` finds asv's navbar through it too): as for a
+browser, a URL in a comment or in an inline script's text is no tag, and a tag's attributes may come in any order and
+quoting. Only the tags rewritten change, each written anew from its attributes (double-quoted, in their order); the
+rest of a page stays byte for byte as it was.
+
 `asv publish` deletes and rewrites its output directory, so run this after every publish.
 """
 
@@ -26,6 +31,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 
 from .atomic import write_atomically
@@ -153,54 +159,112 @@ def sri_matches(integrity: str, data: bytes) -> bool:
 
 # --- Reading and editing tags ----------------------------------------------------------------------------------
 
-_TAG = re.compile(r"<(script|link)\b[^>]*>", re.IGNORECASE)
 # Link relations through which a page loads what the link points at (a feed or a canonical link loads nothing).
 _LOADING_RELS = {"stylesheet", "icon", "preload", "modulepreload", "prefetch", "manifest"}
 
 
-def _attribute(name: str) -> re.Pattern:
-    return re.compile(rf"""(\s{name}\s*=\s*)("([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.IGNORECASE)
+@dataclass(frozen=True)
+class _Tag:
+    """A start or end tag, where the page's text has it: `text[start:end]` is the tag as written."""
+
+    name: str  # lower case
+    start: int
+    end: int
+    attributes: tuple[tuple[str, str | None], ...] = ()  # names in lower case, values unescaped, in page order
+    closing: bool = False  # an end tag
+    self_closing: bool = False
+
+    def get(self, name: str) -> str | None:
+        # A browser keeps the first of repeated attributes and drops the rest.
+        return next((value for key, value in self.attributes if key == name), None)
+
+    def classes(self) -> set[str]:
+        return set((self.get("class") or "").split())
 
 
-_SRC, _HREF, _REL, _INTEGRITY = (_attribute(name) for name in ("src", "href", "rel", "integrity"))
+class _TagReader(HTMLParser):
+    """Every tag of a page, with where it lies. The parser reads comments as comments and a script's or a style
+    sheet's content as text, so that nothing there is taken for a tag."""
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.text = text
+        # The parser tells where a tag starts as a line and a column; these turn that into an index into the text.
+        # It counts lines by "\n" alone, so these must too (str.splitlines would also split at "\r" and others).
+        self.line_starts = [0]
+        while (newline := text.find("\n", self.line_starts[-1])) >= 0:
+            self.line_starts.append(newline + 1)
+        self.tags: list[_Tag] = []
+        self.feed(text)
+        self.close()
+
+    def _here(self) -> int:
+        line, column = self.getpos()
+        return self.line_starts[line - 1] + column
+
+    def _start_tag(self, name: str, attributes: list[tuple[str, str | None]], self_closing: bool) -> None:
+        start = self._here()
+        end = start + len(self.get_starttag_text())
+        assert self.text[start:end] == self.get_starttag_text(), (start, self.get_starttag_text())
+        self.tags.append(_Tag(name, start, end, tuple(attributes), self_closing=self_closing))
+
+    def handle_starttag(self, tag, attrs):
+        self._start_tag(tag, attrs, False)
+
+    def handle_startendtag(self, tag, attrs):
+        self._start_tag(tag, attrs, True)
+
+    def handle_endtag(self, tag):
+        start = self._here()
+        # The parser ends an end tag at its first ">", and reports one only once it has that ">".
+        self.tags.append(_Tag(tag, start, self.text.index(">", start) + 1, closing=True))
 
 
-def _value(pattern: re.Pattern, tag: str) -> str | None:
-    match = pattern.search(tag)
-    if match is None:
-        return None
-    return html.unescape(next(group for group in match.groups()[2:] if group is not None))
+def _tags(text: str) -> list[_Tag]:
+    return _TagReader(text).tags
 
 
-def _set_value(pattern: re.Pattern, tag: str, value: str) -> str:
-    return pattern.sub(lambda match: f'{match.group(1)}"{html.escape(value)}"', tag, count=1)
+def _quoted(value: str) -> str:
+    # Inside double quotes only "&" and '"' can end or change a value; escaping no more leaves the rest as it reads.
+    return '"' + value.replace("&", "&amp;").replace('"', "&quot;") + '"'
+
+
+def _rewritten(tag: _Tag, text: str, values: dict[str, str]) -> str:
+    """The start tag `tag` of `text`, written anew with `values` for those attributes: the others keep their values
+    and their order, the tag name keeps its case, and a self-closing tag stays self-closing."""
+    parts = [text[tag.start + 1:tag.start + 1 + len(tag.name)]]
+    pending = dict(values)
+    for name, value in tag.attributes:
+        value = pending.pop(name, value)
+        parts.append(name if value is None else f"{name}={_quoted(value)}")
+    assert not pending, f"{tag} has no {', '.join(pending)} to set"
+    return "<" + " ".join(parts) + ("/>" if tag.self_closing else ">")
 
 
 @dataclass(frozen=True)
-class _Tag:
-    start: int
-    end: int
-    text: str
-    url_attribute: re.Pattern
+class _Resource:
+    """A script or link tag through which a page loads a file."""
+
+    tag: _Tag
+    attribute: str  # the one holding the URL: "src" or "href"
     url: str
 
 
-def _resource_tags(text: str) -> list[_Tag]:
-    """The script and link tags of a page through which it loads a file."""
-    tags = []
-    for match in _TAG.finditer(text):
-        tag = match.group(0)
-        if match.group(1).lower() == "script":
-            attribute = _SRC
+def _resources(text: str) -> list[_Resource]:
+    found = []
+    for tag in _tags(text):
+        if tag.closing:
+            continue
+        if tag.name == "script":
+            attribute = "src"
+        elif tag.name == "link" and set((tag.get("rel") or "").lower().split()) & _LOADING_RELS:
+            attribute = "href"
         else:
-            rels = set((_value(_REL, tag) or "").lower().split())
-            if not rels & _LOADING_RELS:
-                continue
-            attribute = _HREF
-        url = _value(attribute, tag)
+            continue
+        url = tag.get(attribute)
         if url:
-            tags.append(_Tag(match.start(), match.end(), tag, attribute, url))
-    return tags
+            found.append(_Resource(tag, attribute, url))
+    return found
 
 
 def _is_external(url: str) -> bool:
@@ -329,24 +393,24 @@ def vendor_assets(html_dir: str | os.PathLike, cache_dir: str | os.PathLike | No
     by_path = {vendored_path(asset): asset for asset in CDN_ASSETS}
 
     texts: dict[Path, str] = {}
-    to_rewrite: list[tuple[Path, _Tag, Asset]] = []
+    to_rewrite: list[tuple[Path, _Resource, Asset]] = []
     in_use: dict[str, Asset] = {}  # vendored files the pages load, by path: CDN tags to rewrite, and local ones
     damaged: set[str] = set()
     unknown = []
     for page in pages:
         texts[page] = text = page.read_bytes().decode("utf-8")
-        for tag in _resource_tags(text):
-            if tag.url in by_url:
-                to_rewrite.append((page, tag, by_url[tag.url]))
-                in_use[vendored_path(by_url[tag.url])] = by_url[tag.url]
-            elif _is_external(tag.url):
-                unknown.append(f"  {page.relative_to(root)}: {tag.url}")
+        for resource in _resources(text):
+            if resource.url in by_url:
+                to_rewrite.append((page, resource, by_url[resource.url]))
+                in_use[vendored_path(by_url[resource.url])] = by_url[resource.url]
+            elif _is_external(resource.url):
+                unknown.append(f"  {page.relative_to(root)}: {resource.url}")
             else:
                 local = posixpath.normpath(posixpath.join(page.parent.relative_to(root).as_posix(),
-                                                          urllib.parse.urlsplit(tag.url).path))
+                                                          urllib.parse.urlsplit(resource.url).path))
                 if local in by_path:
                     asset = by_path[local]
-                    integrity = _value(_INTEGRITY, tag.text)
+                    integrity = resource.tag.get("integrity")
                     if integrity and (root / local).is_file() and \
                             not sri_matches(integrity, (root / local).read_bytes()):
                         damaged.add(local)  # written again below, from its tarball
@@ -381,11 +445,11 @@ def vendor_assets(html_dir: str | os.PathLike, cache_dir: str | os.PathLike | No
     done = []
     for page in pages:
         text = texts[page]
-        edits = [(tag, asset) for where, tag, asset in to_rewrite if where == page]
-        for tag, asset in reversed(edits):  # from the end, so that earlier offsets stay right
+        edits = [(resource, asset) for where, resource, asset in to_rewrite if where == page]
+        for resource, asset in reversed(edits):  # from the end, so that earlier offsets stay right
             path = vendored_path(asset)
-            rewritten = _set_value(tag.url_attribute, tag.text, _relative_url(path, page, root))
-            integrity = _value(_INTEGRITY, tag.text)
+            values = {resource.attribute: _relative_url(path, page, root)}
+            integrity = resource.tag.get("integrity")
             if integrity is None:
                 outcome = "none"
             elif sri_matches(integrity, (root / path).read_bytes()):
@@ -394,11 +458,12 @@ def vendor_assets(html_dir: str | os.PathLike, cache_dir: str | os.PathLike | No
             else:
                 # A legitimately different file (see the asset's note): keep an integrity check, of the vendored
                 # file itself, rather than drop the attribute, so that a vendored file edited later fails loudly.
-                rewritten = _set_value(_INTEGRITY, rewritten, sri((root / path).read_bytes()))
+                values["integrity"] = sri((root / path).read_bytes())
                 outcome = "replaced"
-            text = text[:tag.start] + rewritten + text[tag.end:]
-            done.append(Vendored(page.relative_to(root).as_posix(), tag.url, path, asset.package, asset.version,
-                                 outcome))
+            tag = resource.tag
+            text = text[:tag.start] + _rewritten(tag, texts[page], values) + text[tag.end:]
+            done.append(Vendored(page.relative_to(root).as_posix(), resource.url, path, asset.package,
+                                 asset.version, outcome))
         if text != texts[page]:
             write_atomically(page, text)
     return sorted(done, key=lambda item: (item.page, item.url))
@@ -406,7 +471,20 @@ def vendor_assets(html_dir: str | os.PathLike, cache_dir: str | os.PathLike | No
 
 # --- Navigation -------------------------------------------------------------------------------------------------
 
-_NAVBAR = re.compile(r'<ul\s+class="nav navbar-nav navbar-left"\s*>')
+_NAVBAR_CLASSES = {"nav", "navbar-nav", "navbar-left"}  # of asv's <ul class="nav navbar-nav navbar-left">
+_NAV_LINK_CLASS = "sgemm-nav-link"
+
+
+def _closing(tags: list[_Tag], at: int) -> int | None:
+    """Where in `tags` the element that `tags[at]` opens ends: its end tag, past those of nested elements of its
+    name. (A "/>" does not close an element that is not void: browsers read <ul/> as <ul>.)"""
+    depth = 0
+    for index in range(at, len(tags)):
+        if tags[index].name == tags[at].name:
+            depth += -1 if tags[index].closing else 1
+            if depth == 0:
+                return index
+    return None
 
 
 def add_nav_link(html_dir: str | os.PathLike, href: str, label: str) -> bool:
@@ -418,22 +496,37 @@ def add_nav_link(html_dir: str | os.PathLike, href: str, label: str) -> bool:
         text = index.read_bytes().decode("utf-8")
     except OSError as exc:
         raise SiteError(f"{index}: cannot read the site's index page ({exc}); run `asv publish` first") from exc
-    navbar = _NAVBAR.search(text)
-    end = text.find("</ul>", navbar.end()) if navbar else -1
-    if end < 0:
+    tags = _tags(text)
+    navbar = next((at for at, tag in enumerate(tags)
+                   if tag.name == "ul" and not tag.closing and _NAVBAR_CLASSES <= tag.classes()), None)
+    end = _closing(tags, navbar) if navbar is not None else None
+    if end is None:
         raise SiteError(f"{index}: no asv navbar (<ul class=\"nav navbar-nav navbar-left\">) to add a link to")
-    item = f'<li class="sgemm-nav-link"><a href="{html.escape(href)}">{html.escape(label)}</a></li>'
-    existing = re.compile(rf'<li class="sgemm-nav-link"><a href="{re.escape(html.escape(href))}">.*?</a></li>')
-    navbar_text = text[navbar.end():end]
-    if existing.search(navbar_text):
-        updated = existing.sub(lambda _: item, navbar_text, count=1)
+    items, depth = [], 0  # the navbar's own items, not those of a menu nested in it
+    for at in range(navbar + 1, end):
+        if tags[at].name == "ul":
+            depth += -1 if tags[at].closing else 1
+        elif tags[at].name == "li" and not tags[at].closing and depth == 0:
+            items.append(at)
+
+    item = f'<li class="{_NAV_LINK_CLASS}"><a href="{html.escape(href)}">{html.escape(label)}</a></li>'
+    for at in items:
+        item_end = _closing(tags, at) if _NAV_LINK_CLASS in tags[at].classes() else None
+        if item_end is None or item_end > end:
+            continue
+        link = next((tag for tag in tags[at + 1:item_end] if tag.name == "a" and not tag.closing), None)
+        if link is not None and link.get("href") == href:
+            start, stop = tags[at].start, tags[item_end].end
+            if text[start:stop] == item:
+                return False
+            write_atomically(index, text[:start] + item + text[stop:])
+            return True
+
+    title = next((tags[at] for at in items if tags[at].get("id") == "nav-li-graphdisplay"), None)
+    if title is not None:  # asv's graph title: keep it last
+        updated = text[:title.start] + item + "\n        " + text[title.start:]
     else:
-        title = navbar_text.find('<li id="nav-li-graphdisplay"')  # asv's graph title: keep it last
-        if title >= 0:
-            updated = navbar_text[:title] + item + "\n        " + navbar_text[title:]
-        else:
-            updated = navbar_text.rstrip() + "\n        " + item + "\n      "
-    if updated == navbar_text:
-        return False
-    write_atomically(index, text[:navbar.end()] + updated + text[end:])
+        content_end = tags[navbar].end + len(text[tags[navbar].end:tags[end].start].rstrip())
+        updated = text[:content_end] + "\n        " + item + "\n      " + text[tags[end].start:]
+    write_atomically(index, updated)
     return True

@@ -288,6 +288,18 @@ def _busy_message(handle, others: list[GpuProcess], utilisation: int | None, hig
             f"(another container?)")
 
 
+def driver_present() -> bool:
+    """Whether this machine has an NVIDIA driver: its CUDA library loads. CuPy and NVML report a missing driver in
+    words that point elsewhere ("CUDA driver version is insufficient", "Shared Library Not Found")."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
 def card_id(handle) -> str:
     """A short stable name for the physical card: it tells two cards of one model apart without publishing the UUID."""
     return card_id_of_uuid(_text(_nvml().nvmlDeviceGetUUID(handle)))

@@ -237,11 +237,12 @@ def two_gpu_results(tmp_path_factory) -> GpuResultsTree:
 
 
 def write_asv_run(results_dir: Path, machine: str, commit: str, date_ms: int,
-                  figures: dict[tuple[str, str], dict[tuple, list[float] | None]]) -> None:
+                  figures: dict[tuple[str, str], dict[tuple, list[float] | None]], duration_s: float = 1.0) -> None:
     """One run of `machine` at `commit`, as `asv run --record-samples` files it.
 
     `figures` maps (benchmark class, method) to {the case's parameters (Python values): its samples, or None for
-    a case that failed}; every parameter combination not given is a skip (NaN), as asv records one.
+    a case that failed}; every parameter combination not given is a skip (NaN), as asv records one. Each method
+    took `duration_s`.
     """
     import itertools
     import statistics
@@ -265,5 +266,5 @@ def write_asv_run(results_dir: Path, machine: str, commit: str, date_ms: int,
         entry = {"name": f"{asvsuite.MODULE}.{benchmark}.{method}", "version": "1",
                  "params": [[repr(v) for v in axis] for axis in axes]}
         run.add_result(entry, BenchmarkResult(result=values, samples=samples, number=[1] * len(combos), errcode=0,
-                                              stderr="", profile=None), record_samples=True)
+                                              stderr="", profile=None), record_samples=True, duration=duration_s)
     run.save(str(results_dir))

@@ -157,3 +157,35 @@ print(json.dumps({k: (vars(v) if isinstance(v, record.CaseResult) else repr(v)) 
         r = CaseResult(**r)
         assert r.relative_error <= 1e-5 and r.median_s > 0 and 200 < r.mean_sm_clock_mhz < 4000
         assert r.telemetry["readings"] >= 2 and r.telemetry["power_w_mean"] > 0
+
+
+@pytest.mark.parametrize("cuda_says, count, driver, expected", [
+    ("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version", None, False,
+     "no usable CUDA GPU: no NVIDIA driver on this machine (libcuda.so.1 cannot be loaded)"),
+    ("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version", None, True,
+     "no usable CUDA GPU: the NVIDIA driver is older than the CUDA runtime CuPy was built for"),
+    (None, 1, True, "CUDA device 3 does not exist (1 visible)"),
+])
+def test_no_gpu_says_whether_the_driver_is_missing_or_too_old(monkeypatch, cuda_says, count, driver, expected):
+    """CuPy says "driver version is insufficient" where there is no driver at all: the reason must not send the
+    reader after the wrong fix."""
+    import ctypes
+
+    import cupy
+
+    from sgemm.record import NoGpuError, device_info
+
+    def load(name, *args, **kwargs):
+        if not driver:
+            raise OSError(f"{name}: cannot open shared object file")
+
+    def device_count():
+        if cuda_says:
+            raise RuntimeError(cuda_says)
+        return count
+
+    monkeypatch.setattr(ctypes, "CDLL", load)
+    monkeypatch.setattr(cupy.cuda.runtime, "getDeviceCount", device_count)
+    with pytest.raises(NoGpuError) as raised:
+        device_info(3)
+    assert str(raised.value).startswith(expected) and "insufficient" not in str(raised.value)

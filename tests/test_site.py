@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -267,6 +268,103 @@ def test_sri_matching_follows_the_strongest_algorithm():
     assert site.sri_matches("md5-whatever", data)
 
 
+# --- pages as an HTML parser reads them ---------------------------------------------------------------------------
+
+JQUERY = next(asset for asset in CDN_ASSETS if asset.package == "jquery")
+JQUERY_LOCAL = site.vendored_path(JQUERY)
+JQUERY_SRI = "sha256-FgpCb/KJQlLNfOu91ta32o/NMZxltwRo8QtmkMRdAu8="  # asv 0.6.6's; the npm file matches it
+BOOTSTRAP_CSS = next(asset for asset in CDN_ASSETS if asset.path.endswith(".css"))
+# Around the tag: CRLF line ends, a character of two UTF-8 bytes on the tag's own line, entities, odd spacing; all of
+# it must come back byte for byte, and the tag's place in it be found from the parser's line and column.
+BEFORE = '<!DOCTYPE html>\r\n<html>\r\n<head>\r\n  <title>A &amp; B</title>\r\n  <meta name="x" content="é"> '
+AFTER = '\r\n</head>\r\n<body  class=x>\r\n<p>café &lt;ok&gt;</p>\r\n</body>\r\n</html>\r\n'
+
+
+class _StartTags(HTMLParser):
+    def __init__(self, text: str):
+        super().__init__()
+        self.found = []
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        self.found.append((tag, attrs))
+
+    handle_startendtag = handle_starttag
+
+
+def _vendor_one_page(root: Path, text: str, cache: Path) -> tuple[str, list[site.Vendored]]:
+    root.mkdir()
+    (root / "index.html").write_bytes(text.encode())
+    done = vendor_assets(root, cache)
+    return (root / "index.html").read_bytes().decode(), done
+
+
+@pytest.mark.parametrize("tag, end, attributes", [
+    pytest.param(f"<script onerror='js_load_failure()' crossorigin=anonymous integrity='{JQUERY_SRI}' "
+                 f"src='{JQUERY.url}'>", "</script>",
+                 [("onerror", "js_load_failure()"), ("crossorigin", "anonymous"), ("integrity", JQUERY_SRI),
+                  ("src", JQUERY_LOCAL)], id="single-quotes-src-last"),
+    pytest.param(f'<SCRIPT SRC="{JQUERY.url}" Async>', "</SCRIPT>", [("src", JQUERY_LOCAL), ("async", None)],
+                 id="upper-case"),
+    pytest.param(f"<link href='{BOOTSTRAP_CSS.url}' REL=stylesheet />", "",
+                 [("href", site.vendored_path(BOOTSTRAP_CSS)), ("rel", "stylesheet")], id="self-closing-link"),
+    pytest.param(f'<script\r\n    crossorigin="anonymous"\r\n    src = "{JQUERY.url}"\r\n'
+                 f'    integrity="{JQUERY_SRI}"\r\n>', "</script>",
+                 [("crossorigin", "anonymous"), ("src", JQUERY_LOCAL), ("integrity", JQUERY_SRI)], id="several-lines"),
+    # A ">" in a quoted value does not end the tag: the regular expressions stopped there and never saw the src.
+    pytest.param(f'<script onerror="window.jQuery > 0 || fail()" src="{JQUERY.url}">', "</script>",
+                 [("onerror", "window.jQuery > 0 || fail()"), ("src", JQUERY_LOCAL)], id="greater-than-in-a-value"),
+    # " src=" inside another attribute's value is not the src: the regular expressions read it as one, and
+    # refused the page for loading https://cdn.example.org/old.js.
+    pytest.param(f'<script title="was: src=https://cdn.example.org/old.js" src="{JQUERY.url}">', "</script>",
+                 [("title", "was: src=https://cdn.example.org/old.js"), ("src", JQUERY_LOCAL)],
+                 id="src-inside-another-value"),
+])
+def test_a_tag_written_any_way_html_allows_is_vendored_and_nothing_else_changes(tmp_path, npm_cache, tag, end,
+                                                                                  attributes):
+    text, done = _vendor_one_page(tmp_path / "site", BEFORE + tag + end + AFTER, npm_cache)
+    assert [item.path for item in done] == [value for name, value in attributes if name in ("src", "href")]
+    assert text.startswith(BEFORE) and text.endswith(end + AFTER), text
+    rewritten = text[len(BEFORE):len(text) - len(end + AFTER)]
+    assert _StartTags(rewritten).found == [(tag[1:].split()[0].lower(), attributes)]
+    assert rewritten.startswith(tag[:len(tag.split()[0])])  # the tag name as written
+    assert rewritten.endswith("/>") == tag.endswith("/>")
+    assert vendor_assets(tmp_path / "site", npm_cache) == []  # and it reads its own output as vendored
+
+
+def test_urls_in_comments_and_in_inline_scripts_are_not_tags(tmp_path, npm_cache):
+    text = (f'<html><head>\n'
+            f'<!-- asv once had <script src="{JQUERY.url}"></script>\n'
+            f'     and <script src="https://cdn.example.org/old.js"></script> -->\n'
+            f'<script>\n'
+            f'  var fallback = \'<script src="{JQUERY.url}"><\\/script>\';\n'
+            f'  var sheet = "<link rel=\'stylesheet\' href=\'https://cdn.example.org/x.css\'>";\n'
+            f'</script>\n'
+            f'<style>/* <link rel="stylesheet" href="https://cdn.example.org/y.css"> */</style>\n'
+            f'<script src="{JQUERY.url}"></script>\n'
+            f'</head></html>\n')
+    tail = f'<script src="{JQUERY.url}"></script>\n</head></html>\n'
+    vendored, done = _vendor_one_page(tmp_path / "site", text, npm_cache)
+    assert [item.url for item in done] == [JQUERY.url]
+    assert vendored == text[:-len(tail)] + f'<script src="{JQUERY_LOCAL}"></script>\n</head></html>\n'
+
+
+def test_vendoring_asvs_page_changes_nothing_but_urls_and_hashes(published, site_dir, npm_cache):
+    """The tags written anew come out as asv writes them, so that all that changes are the values replaced."""
+    before = (published / "index.html").read_text()
+    integrity = loaded(published / "index.html")
+    done = vendor_assets(site_dir, npm_cache)
+    expected = before
+    for item in done:
+        expected = expected.replace(f'="{item.url}"', f'="{item.path}"', 1)
+        if item.integrity == "replaced":
+            expected = expected.replace(f'integrity="{integrity[item.url]}"',
+                                        f'integrity="{site.sri((site_dir / item.path).read_bytes())}"', 1)
+    assert (site_dir / "index.html").read_text() == expected
+    assert expected != before
+
+
 # --- navbar ------------------------------------------------------------------------------------------------------
 
 
@@ -293,6 +391,54 @@ def test_a_nav_link_needs_asv_navbar(tmp_path):
     (tmp_path / "index.html").write_text("<html><body>no navbar</body></html>")
     with pytest.raises(SiteError, match="no asv navbar"):
         add_nav_link(tmp_path, "gpus/index.html", "GPUs")
+
+
+GPUS_ITEM = '<li class="sgemm-nav-link"><a href="gpus/index.html">GPUs</a></li>'
+
+
+def test_a_nav_link_finds_the_navbar_however_its_tag_is_written(tmp_path):
+    title = '<li id="nav-li-graphdisplay"><span id="title"></span></li>'
+    text = ('<html><body>\n'
+            '<!-- <ul class="nav navbar-nav navbar-left"><li>an old navbar</li></ul> -->\n'
+            '<nav class="navbar navbar-left">\n'
+            "  <UL id=nav class='navbar-left nav\n      navbar-nav'>\n"
+            '    <li id="nav-li-summarylist"><a href="#/summarylist">Benchmark list</a></li>\n'
+            f'    {title}\n'
+            '  </UL>\n'
+            '</nav>\n'
+            '</body></html>\n')
+    (tmp_path / "index.html").write_text(text)
+    assert add_nav_link(tmp_path, "gpus/index.html", "GPUs") is True
+    assert (tmp_path / "index.html").read_text() == text.replace(title, f"{GPUS_ITEM}\n        {title}")
+    assert add_nav_link(tmp_path, "gpus/index.html", "GPUs") is False
+
+
+def test_a_nav_link_goes_into_the_navbar_not_into_a_menu_nested_in_it(tmp_path):
+    text = ('<ul class="nav navbar-nav navbar-left">\n'
+            '  <li class="dropdown"><a href="#">More</a>\n'
+            '    <ul class="dropdown-menu"><li><a href="#/a">A</a></li></ul>\n'
+            '  </li>\n'
+            '</ul>\n')
+    (tmp_path / "index.html").write_text(text)
+    assert add_nav_link(tmp_path, "gpus/index.html", "GPUs") is True
+    assert (tmp_path / "index.html").read_text() == \
+        text.replace("  </li>\n</ul>", f"  </li>\n        {GPUS_ITEM}\n      </ul>")
+
+
+def test_an_existing_nav_link_written_otherwise_is_updated_not_repeated(tmp_path):
+    old = "<li class='sgemm-nav-link'><a class=x href='gpus/index.html'>GPU list</a></li>"
+    text = f'<ul class="nav navbar-nav navbar-left">\n  {old}\n  <li id="nav-li-graphdisplay"></li>\n</ul>\n'
+    (tmp_path / "index.html").write_text(text)
+    assert add_nav_link(tmp_path, "gpus/index.html", "GPUs") is True
+    assert (tmp_path / "index.html").read_text() == text.replace(old, GPUS_ITEM)
+
+
+def test_a_navbar_only_in_a_comment_is_no_navbar(tmp_path):
+    text = '<html><body><!-- <ul class="nav navbar-nav navbar-left"></ul> --></body></html>'
+    (tmp_path / "index.html").write_text(text)
+    with pytest.raises(SiteError, match="no asv navbar"):
+        add_nav_link(tmp_path, "gpus/index.html", "GPUs")
+    assert (tmp_path / "index.html").read_text() == text
 
 
 # --- in a browser, with the internet cut off -----------------------------------------------------------------------

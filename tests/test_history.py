@@ -1,0 +1,106 @@
+"""Which commits and benchmarks a box's history run measures, in scratch repositories with asv results written
+through asv's API; what it says first; and the command's refusals."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sgemm import history
+from sgemm.asvsuite import GEMM, TIME
+
+from conftest import write_asv_run
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+class Repo(type(Path())):
+    commits: list[str]
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A branch main of five commits, oldest first in `repo.commits`."""
+    path = Repo(tmp_path / "repo")
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.name", "t")
+    git(path, "config", "user.email", "t@t")
+    (path / "asv.conf.json").write_text("{}")
+    commits = []
+    for number in range(5):
+        (path / "notes.txt").write_text(f"{number}\n")
+        git(path, "add", "-A")
+        git(path, "commit", "-qm", f"change {number}")
+        commits.append(git(path, "rev-parse", "HEAD"))
+    path.commits = commits
+    return path
+
+
+def test_a_first_run_measures_the_newest_commits_only(repo, tmp_path):
+    chosen = history.plan(repo, tmp_path / "results", "box", gpu=True)
+    assert chosen.commits == (repo.commits[-1],)
+    assert history.plan(repo, tmp_path / "results", "box", gpu=True, first=3).commits == tuple(repo.commits[:1:-1])
+    assert chosen.bench is None and chosen.left_out == ()
+    assert chosen.describe()[1].startswith("expected: no run of this machine to go by")
+
+
+def test_a_later_run_measures_what_came_since_and_says_how_long(repo, tmp_path):
+    results = tmp_path / "results"
+    write_asv_run(results, "box", repo.commits[2], 1_000, {(GEMM, TIME): {("naive", 64, "fp32"): [1.0]}},
+                  duration_s=120.0)
+    chosen = history.plan(repo, results, "box", gpu=True, first=1)
+    assert chosen.commits == (repo.commits[4], repo.commits[3])
+    assert chosen.seconds_per_commit == 120.0
+    assert chosen.describe()[1] == "expected: about 4 min (2.0 min a commit in this machine's last run)"
+
+
+def test_another_machines_results_do_not_count_as_measured_here(repo, tmp_path):
+    results = tmp_path / "results"
+    write_asv_run(results, "other-box", repo.commits[4], 1_000, {(GEMM, TIME): {("naive", 64, "fp32"): [1.0]}})
+    assert history.plan(repo, results, "box", gpu=True).commits == (repo.commits[4],)
+
+
+def test_a_measured_commit_no_longer_in_the_repository_is_ignored(repo, tmp_path):
+    results = tmp_path / "results"
+    write_asv_run(results, "box", "f" * 40, 1_000, {(GEMM, TIME): {("naive", 64, "fp32"): [1.0]}})
+    assert history.plan(repo, results, "box", gpu=True, first=2).commits == (repo.commits[4], repo.commits[3])
+
+
+def test_without_a_gpu_only_the_resource_suite_runs_and_the_rest_is_named(repo, tmp_path):
+    chosen = history.plan(repo, tmp_path / "results", "box", gpu=False)
+    assert chosen.bench == history.RESOURCES_ONLY
+    assert [line.split(": ", 1)[1].split()[0] for line in chosen.describe() if line.startswith("left out")] == \
+        ["bench_gemm", "bench_gpu"]
+
+
+def test_the_loader_is_pointed_at_the_nvrtc_of_the_linked_stack(tmp_path, monkeypatch):
+    site = tmp_path / "site-packages"
+    (site / "nvidia" / "cu13" / "lib").mkdir(parents=True)
+    (site / "nvidia" / "cu13" / "lib" / "libnvrtc.so.13").write_bytes(b"")
+    (site / "nvidia" / "nccl" / "lib").mkdir(parents=True)  # no NVRTC there
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/lib")
+    assert history.library_path(f"{site}:{tmp_path / 'missing'}") == f"{site / 'nvidia' / 'cu13' / 'lib'}:/opt/lib"
+
+
+def sgemm_history(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "sgemm", "history", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_the_dry_run_says_what_it_would_measure_and_measures_nothing(repo):
+    done = sgemm_history("--dry-run", "--first", "2", "--machine", "box", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert f"machine box: 2 commits to measure ({repo.commits[4][:8]}, {repo.commits[3][:8]})" in done.stderr
+    assert not (repo / "results").exists() and not (repo / "html").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--first", "0"], "--first must be at least 1, got 0"),
+    (["--repo", "{tmp}"], "has no asv.conf.json"),
+])
+def test_bad_input_is_refused_before_anything_runs(repo, tmp_path, args, message):
+    done = sgemm_history(*[a.replace("{tmp}", str(tmp_path)) for a in args], "--machine", "box", cwd=repo)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
