@@ -1,4 +1,9 @@
+import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,14 +41,17 @@ def test_entry_names_a_template_in_its_source(kernel):
     assert re.search(rf"\b{template}\s*\(", (KERNEL_DIR / kernel.source).read_text())
 
 
-@pytest.mark.parametrize("kernel", COMPILED, ids=lambda k: k.name)
-@pytest.mark.parametrize("m, n", [(1, 1), (1000, 1028), (4096, 4096), (4097, 127)])
-def test_grid_covers_every_element_and_no_more(kernel, m, n):
-    gx, gy, gz = kernel.grid(m, n)
-    rows, cols = kernel.block_tile
-    assert gz == 1
-    assert gy * rows >= m > (gy - 1) * rows
-    assert gx * cols >= n > (gx - 1) * cols
+@pytest.mark.parametrize("m, n, grid", [
+    (1, 1, (1, 1, 1)),
+    (128, 128, (1, 1, 1)),
+    (129, 128, (1, 2, 1)),  # one row past a tile: a second row of blocks
+    (4097, 127, (1, 33, 1)),
+    (1000, 1028, (9, 8, 1)),
+])
+def test_the_grid_is_one_block_per_tile_of_c_rounded_up(m, n, grid):
+    kernel = KERNELS["fp32/warptile"]  # 128 x 128 tiles of C
+    assert kernel.block_tile == (128, 128)
+    assert kernel.grid(m, n) == grid  # (x over N, y over M, 1), worked out by hand
 
 
 def test_shape_rules():
@@ -161,3 +169,92 @@ def test_a_bad_renamed_from_is_named(tmp_path: Path, text, message):
     (tmp_path / "k.cu").write_text("// k\n")
     with pytest.raises(CatalogueError, match=re.escape(message)):
         load_catalogue(_write(tmp_path, text), tmp_path)
+
+
+# --- A kernel is one .cu file and one catalogue entry --------------------------------------------------------------
+
+FIXTURE_SOURCE = """// Test fixture: one thread per element of C, K walked in order; any shape (BX x BY threads, BX x BY tile).
+template <int BX, int BY>
+__global__ void gemm_fixture(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+                             float beta, float* C, int ldc) {
+    const int row = blockIdx.y * BY + threadIdx.y;
+    const int col = blockIdx.x * BX + threadIdx.x;
+    if (row >= M || col >= N) {
+        return;
+    }
+    float sum = 0.0f;
+    for (int k = 0; k < K; ++k) {
+        sum += A[row * lda + k] * B[k * ldb + col];
+    }
+    C[row * ldc + col] = alpha * sum + (beta != 0.0f ? beta * C[row * ldc + col] : 0.0f);
+}
+"""
+FIXTURE_ENTRY = """
+[[kernel]]
+name = "fp32/fixture"
+technique = "test fixture: one thread per C element"
+source = "fp32_fixture.cu"
+entry = "gemm_fixture<16, 16>"
+block_threads = [16, 16]
+block_tile = [16, 16]
+multiple_of = { m = 1, n = 1, k = 1 }
+min_compute_capability = 70
+origins = [{ seed = "001_62eeff6f76076a98.txt", label = "fixture step" }]
+"""
+# Run in the scratch copy, with its package and suite: what each consumer of the catalogue makes of the new kernel.
+CONSUMERS = """
+import json
+from benchmarks import bench_gemm
+from sgemm import catalogue
+from sgemm.asvsuite import cases_for
+from sgemm.report import seed_kernels
+from sgemm.resources import usage_table
+
+kernels = catalogue.load_catalogue()
+seed = next(s for s in catalogue.seeds() if s.number == "001")
+usage = usage_table([kernels["fp32/fixture"]], ("sm_80",))[("fp32/fixture", "sm_80")]
+print(json.dumps({
+    "suite": "fixture" in bench_gemm.Gemm.params[0],
+    "report": [label for label, kernel in seed_kernels(seed, kernels) if kernel.name == "fp32/fixture"],
+    "registers": usage.registers,
+    "gate cases": [c.label for c in cases_for(("fp32/fixture",), [64], [], [])],
+}))
+"""
+
+
+def test_a_kernel_is_one_source_file_and_one_catalogue_entry(tmp_path, monkeypatch):
+    from sgemm.changes import select_kernels
+
+    root = Path(__file__).resolve().parents[1]
+    for name, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@t"), ("GIT_COMMITTER_NAME", "t"),
+                        ("GIT_COMMITTER_EMAIL", "t@t")):
+        monkeypatch.setenv(name, value)
+    for folder in ("kernels", "benchmarks", "sgemm"):
+        shutil.copytree(root / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("asv.conf.json", "pyproject.toml"):
+        shutil.copy(root / name, tmp_path / name)
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    base = git("rev-parse", "HEAD")
+    (tmp_path / "kernels" / "fp32_fixture.cu").write_text(FIXTURE_SOURCE)
+    with open(tmp_path / "sgemm" / "catalogue.toml", "a") as entries:
+        entries.write(FIXTURE_ENTRY)
+    git("add", "-A")
+    git("commit", "-qm", "a kernel: one .cu file and one catalogue entry")
+    head = git("rev-parse", "HEAD")
+    assert git("diff", "--name-only", base, head).split() == ["kernels/fp32_fixture.cu", "sgemm/catalogue.toml"]
+
+    done = subprocess.run([sys.executable, "-c", CONSUMERS], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["suite"] and seen["report"] == ["fixture step"] and seen["registers"] > 0
+    assert seen["gate cases"] == ["fp32/fixture 64x64x64"]
+    selection = select_kernels(str(tmp_path), base, head)
+    assert selection.reasons["fp32/fixture"] == "new kernel" and "fp32/fixture" in selection.kernels
