@@ -205,11 +205,12 @@ def cmd_bench(args) -> int:
         rows.append([case.kernel.name, shape, f"{result.median_s * 1e3:.3f}", f"{result.tflops:.2f}",
                      f"{100 * result.tflops / baseline:.1f}" if baseline else "-",
                      f"{100 * result.tflops / peak:.1f}" if peak else "-",
-                     f"{result.mean_sm_clock_mhz:.0f}", ", ".join(result.telemetry.get("throttle_reasons", []))])
+                     f"{result.median_sm_clock_mhz:.0f}", ", ".join(result.telemetry.get("throttle_reasons", []))])
     rows += [[case.kernel.name, f"{case.m}x{case.n}x{case.k}", "-", "-", "-", "-", "-", f"skipped: {reason}"]
              for case, reason in skipped]
     print(f"{info.name}, {info.sm_count} SMs, max SM clock {max_clock} MHz")
-    print_table(["kernel", "MxNxK", "median ms", "TFLOP/s", "% cuBLAS", "% peak", "SM MHz", "throttled / notes"], rows)
+    print_table(["kernel", "MxNxK", "median ms", "TFLOP/s", "% cuBLAS", "% peak", "median SM MHz",
+                 "throttled / notes"], rows)
     if args.json:
         with open(args.json, "w") as out:
             json.dump({case_id: (vars(r) if not isinstance(r, BaseException) else {"error": str(r)})
@@ -393,12 +394,29 @@ def cmd_noise(args) -> int:
     return 0
 
 
+def _shown_path(text: str) -> str:
+    """A path as a page made here may show it: relative to the current directory when inside it, else its last
+    part alone (a scratch directory of the box that made the page says nothing to a reader elsewhere)."""
+    path = Path(text).expanduser()
+    if not path.is_absolute():
+        return text
+    try:
+        return str(path.relative_to(Path.cwd())) or "."
+    except ValueError:
+        return path.name
+
+
+def _command_line(args) -> str:
+    """`sgemm ...` as run, each path in it as _shown_path shows it."""
+    return "sgemm " + " ".join(_shown_path(word) if word.startswith(("/", "~")) else word for word in args.argv)
+
+
 def _made_from_results(args) -> list[str]:
     """When and how a page made from asv results was made: the first lines of its header."""
     import datetime
 
     return [f"Made: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from the asv results in "
-            f"`{args.results}`", f"Command: `sgemm {' '.join(args.argv)}`"]
+            f"`{_shown_path(args.results)}`", f"Command: `{_command_line(args)}`"]
 
 
 def cmd_publish(args) -> int:
@@ -529,9 +547,8 @@ def cmd_report(args) -> int:
                                 if gpu.sm_count and gpu.max_sm_clock_mhz else ""),
         f"- Driver (of the box that made the report): {gpu.driver}",
         f"- Source: {source}",
-        f"- Command: `sgemm {' '.join(args.argv)}`",
-        "- % of peak: dense FP32 (FP16 tensor-core with FP32 accumulate) rate at the maximum SM clock. SM clock: the"
-        " mean NVBench read over the timed samples.",
+        f"- Command: `{_command_line(args)}`",
+        "- % of peak: dense FP32 (FP16 tensor-core with FP32 accumulate) rate at the maximum SM clock.",
     ]
     for path in write_report(Path(args.out), seeds, kernels, points, gpu, header):
         print(f"wrote {path}")

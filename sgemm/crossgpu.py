@@ -1,5 +1,5 @@
 """The cross-GPU report: every kernel on every GPU of a merged asv results tree, one table per precision with a
-group of columns per GPU (TFLOP/s, % of that GPU's cuBLAS, % of its peak, SM clock), a bar chart per precision,
+group of columns per GPU (TFLOP/s, % of that GPU's cuBLAS, % of its peak, median SM clock), a bar chart per precision,
 as Markdown and as a page of the published site.
 
 Each GPU's newest run is read; its SM count and maximum SM clock come from the same run (asv class `Gpu`), so the
@@ -11,12 +11,14 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import asvsuite
 from .catalogue import PRECISIONS, Kernel
-from .report import Gpu, Point, ReportError, points_from_asv
+from .report import (SM_CLOCK_NOTE, Gpu, Point, ReportError, gpu_from_dict, palette, point_from_dict,
+                     points_from_asv)
 
 @dataclass(frozen=True)
 class GpuRun:
@@ -106,7 +108,7 @@ def _cell_texts(cell: Cell) -> list[str]:
             _text(cell.sm_clock_mhz, 0)]
 
 
-COLUMNS = ("TFLOP/s", "% cuBLAS", "% peak", "SM MHz")
+COLUMNS = ("TFLOP/s", "% cuBLAS", "% peak", "median SM MHz")
 
 
 def markdown_table(rows: list[tuple[str, list[Cell]]], runs: list[GpuRun]) -> str:
@@ -128,30 +130,43 @@ def html_table(rows: list[tuple[str, list[Cell]]], runs: list[GpuRun]) -> str:
             f"<tbody>{body}</tbody></table>")
 
 
-def plot(path: Path, title: str, rows: list[tuple[str, list[Cell]]], runs: list[GpuRun]) -> bool:
-    """Horizontal bars of TFLOP/s, a bar per GPU for each kernel. False when matplotlib is missing."""
-    try:
-        import matplotlib
+_HATCHES = ("", "//", "..", "xx", "\\\\", "oo")
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
+
+def bar_figure(title: str, rows: list[tuple[str, list[Cell]]], runs: list[GpuRun]):
+    """The chart of `plot` as a matplotlib Figure (ImportError without matplotlib)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     height = 0.8 / len(runs)
-    figure, axes = plt.subplots(figsize=(9, 1.2 + 0.32 * len(rows) * max(1, len(runs) / 2)))
+    figure = Figure(figsize=(11, 1.2 + 0.32 * len(rows) * max(1, len(runs) / 2)), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    colours = palette()
     for index, run in enumerate(runs):
         positions = [row + index * height for row in range(len(rows))]
         rates = [cells[index].tflops or 0.0 for _, cells in rows]
-        axes.barh(positions, rates, height=height, label=run.gpu.name)
+        # A hatch as well as a colour, so that GPUs whose colours come round again still differ.
+        axes.barh(positions, rates, height=height, label=run.gpu.name, color=colours[index % len(colours)],
+                  hatch=_HATCHES[index // len(colours) % len(_HATCHES)], edgecolor="white", linewidth=0.5)
     axes.set_yticks([row + 0.4 - height / 2 for row in range(len(rows))], [name for name, _ in rows], fontsize=7)
+    axes.margins(y=0.01)
     axes.invert_yaxis()
     axes.set_xlabel("TFLOP/s")
     axes.set_title(title, fontsize=10)
     axes.grid(True, axis="x", alpha=0.3)
-    axes.legend(fontsize=8)
-    figure.tight_layout()
+    # Outside the axes: no bar can run under it, however long.
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8)
+    return figure
+
+
+def plot(path: Path, title: str, rows: list[tuple[str, list[Cell]]], runs: list[GpuRun]) -> bool:
+    """Horizontal bars of TFLOP/s, a bar per GPU for each kernel. False when matplotlib is missing."""
+    try:
+        figure = bar_figure(title, rows, runs)
+    except ImportError:
+        return False
     figure.savefig(path, dpi=100)
-    plt.close(figure)
     return True
 
 
@@ -174,8 +189,12 @@ def _runs_lines(runs: list[GpuRun]) -> list[str]:
 
 
 NOTES = ("% cuBLAS: against that GPU's own cuBLAS at the same size and precision. % peak: against the dense FP32 "
-         "(FP16: tensor-core, FP32 accumulate) rate of that GPU at its maximum SM clock. SM MHz: the median SM clock "
-         "over the timed samples.")
+         "(FP16: tensor-core, FP32 accumulate) rate of that GPU at its maximum SM clock. " + SM_CLOCK_NOTE)
+
+
+def html_with_code(text: str) -> str:
+    """Text with Markdown's inline `code` spans as HTML: escaped first, so that a span's content stays text."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def write_cross_gpu(out_dir: Path, runs: list[GpuRun], kernels: dict[str, Kernel], size: int,
@@ -188,8 +207,8 @@ def write_cross_gpu(out_dir: Path, runs: list[GpuRun], kernels: dict[str, Kernel
     page = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{PAGE_STYLE}</style></head><body>", '<p><a href="../index.html">&larr; benchmark history</a></p>',
             f"<h1>{html.escape(title)}</h1><ul>",
-            *(f"<li>{html.escape(line)}</li>" for line in [*header, *_runs_lines(runs)]),
-            f"</ul><p>{html.escape(NOTES)}</p>"]
+            *(f"<li>{html_with_code(line)}</li>" for line in [*header, *_runs_lines(runs)]),
+            f"</ul><p>{html_with_code(NOTES)}</p>"]
     written = []
     for precision in PRECISIONS:
         rows = table(precision, size, runs, kernels)
@@ -209,6 +228,16 @@ def write_cross_gpu(out_dir: Path, runs: list[GpuRun], kernels: dict[str, Kernel
     data.write_text(json.dumps([{"machine": run.machine, "commit": run.commit, "gpu": asdict(run.gpu),
                                  "points": [asdict(p) for p in run.points]} for run in runs], indent=1))
     return [readme, index, data, *written]
+
+
+def read_runs(path: Path) -> list[GpuRun]:
+    """The runs of a points.json that write_cross_gpu wrote, so the page can be redrawn without the results tree."""
+    try:
+        entries = json.loads(Path(path).read_text())
+        return [GpuRun(str(entry["machine"]), gpu_from_dict(entry["gpu"]), str(entry["commit"]),
+                       [point_from_dict(point) for point in entry["points"]]) for entry in entries]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ReportError(f"cannot read the runs of a cross-GPU page from {path}: {exc!r}") from exc
 
 
 def report_across_gpus(results_dir: Path, out_dir: Path, kernels: dict[str, Kernel], header: list[str],

@@ -11,7 +11,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import fmean, median
+from statistics import median
 from typing import Callable
 
 BENCHMARK = "gemm"
@@ -33,10 +33,6 @@ class Timing:
     @property
     def median_sm_clock_mhz(self) -> float:
         return median(self.sm_clock_mhz) if self.sm_clock_mhz else float("nan")
-
-    @property
-    def mean_sm_clock_mhz(self) -> float:
-        return fmean(self.sm_clock_mhz) if self.sm_clock_mhz else float("nan")
 
 
 _prepares: dict[str, Prepare] = {}

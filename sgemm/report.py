@@ -1,5 +1,5 @@
-"""Seed ladder reports: each seed worklog's table (kernel, TFLOP/s, % of cuBLAS, % of the GPU's peak, SM clock)
-rebuilt from measurements on one GPU, with a plot of TFLOP/s against size per seed and precision.
+"""Seed ladder reports: each seed worklog's table (kernel, TFLOP/s, % of cuBLAS, % of the GPU's peak, median SM
+clock) rebuilt from measurements on one GPU, with a plot of TFLOP/s against size per seed and precision.
 
 Measurements come from what `asv run` recorded for one machine, or from a fresh run of the cases on this GPU; both
 become `Point`s, and the tables and plots are made from those alone.
@@ -15,6 +15,14 @@ from pathlib import Path
 from . import asvsuite
 from .catalogue import Kernel, Seed
 from .peak import peak_tflops
+
+SM_CLOCK_NOTE = (
+    "Median SM clock: the median, over the timed samples, of the SM clock NVBench read for each sample. NVBench does "
+    "not ask the driver for it: it divides the cycles counted on SM 0 (clock64) by the nanoseconds of the GPU's "
+    "global timer (%globaltimer) between a timestamp kernel queued just before the timed launch and one just after "
+    "it, so the figure is an estimate from two counters and can read a little above the GPU's maximum SM clock "
+    "(e.g. 1986 MHz on an H100 whose maximum is 1980 MHz).")
+
 
 class ReportError(RuntimeError):
     """The measurements asked for cannot be found or read; the message says which and why."""
@@ -77,7 +85,8 @@ def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) 
 
 def points_from_cases(results: dict) -> list[Point]:
     """Points from `record.run_cases` output (square cases only; failed cases are left out)."""
-    return [Point(r.kernel, r.m, r.tflops, r.mean_sm_clock_mhz) for r in results.values()
+    # The median, as asv keeps for track_sm_clock: a report from a fresh run reads like one from asv results.
+    return [Point(r.kernel, r.m, r.tflops, r.median_sm_clock_mhz) for r in results.values()
             if not isinstance(r, BaseException) and r.m == r.n == r.k]
 
 
@@ -126,36 +135,99 @@ def _cell(value: float | None, digits: int) -> str:
 
 
 def markdown_table(rows: list[Row]) -> str:
-    lines = ["| step | kernel | TFLOP/s | % of cuBLAS | % of peak | SM clock (MHz) |",
+    lines = ["| step | kernel | TFLOP/s | % of cuBLAS | % of peak | median SM clock (MHz) |",
              "| :--- | :--- | ---: | ---: | ---: | ---: |"]
     lines += [f"| {r.label} | `{r.kernel}` | {_cell(r.tflops, 2)} | {_cell(r.percent_of_cublas, 1)} | "
               f"{_cell(r.percent_of_peak, 1)} | {_cell(r.sm_clock_mhz, 0)} |" for r in rows]
     return "\n".join(lines)
 
 
-def plot_ladder(path: Path, title: str, kernel_names: list[str], points: list[Point]) -> bool:
-    """TFLOP/s against size, one line per kernel. False when matplotlib is missing (nothing is written)."""
-    try:
-        import matplotlib
+# 11 markers against 9 colours: the cycles are coprime, so no two of the first 99 series share a colour and a marker.
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
+_LINESTYLES = ("-", "--", ":")
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    figure, axes = plt.subplots(figsize=(9, 5.5))
-    for name in kernel_names:
-        series = sorted((p.size, p.tflops) for p in points if p.kernel == name)
+
+def palette() -> list[str]:
+    """Colours for series that must tell apart; needs matplotlib."""
+    # tab10 less its grey, which a reader could take for cuBLAS's black.
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    return [to_hex(colour) for index, colour in enumerate(colormaps["tab10"].colors) if index != 7]
+
+
+def series_styles(names: list[str]) -> dict[str, dict]:
+    """matplotlib line keywords per kernel, in the order given: cuBLAS black and thicker, every other kernel its own
+    (colour, marker) pair, with the line style changing each time the colours come round again."""
+    colours = palette()
+    styles, others = {}, 0
+    for name in names:
+        if name in styles:
+            continue
+        if name.endswith("/cublas"):
+            styles[name] = {"color": "#000000", "marker": "*", "markersize": 10, "linestyle": "-", "linewidth": 3.0,
+                            "zorder": 3}
+            continue
+        # Hollow markers: where two kernels measure the same (e.g. pitched and double_buffer_split_b), both shapes
+        # still show, one inside the other.
+        styles[name] = {"color": colours[others % len(colours)], "marker": _MARKERS[others % len(_MARKERS)],
+                        "markersize": 7, "markerfacecolor": "none", "markeredgewidth": 1.6,
+                        "linestyle": _LINESTYLES[others // len(colours) % len(_LINESTYLES)], "linewidth": 1.5,
+                        "zorder": 2}
+        others += 1
+    return styles
+
+
+def size_tick_labels(sizes: list[int]) -> list[str]:
+    """A label per size (ascending), dropped a line where it would run into its neighbour's on a log axis (1000 and
+    1024 lie 0.03 octave apart)."""
+    if not sizes:
+        return []
+    span = max(1.0, math.log2(sizes[-1] / sizes[0]))
+    labels, lowered = [str(sizes[0])], False
+    for before, size in zip(sizes, sizes[1:]):
+        lowered = math.log2(size / before) < 0.1 * span and not lowered
+        labels.append(("\n" if lowered else "") + str(size))
+    return labels
+
+
+def ladder_figure(title: str, kernel_names: list[str], points: list[Point]):
+    """The plot of `plot_ladder` as a matplotlib Figure (ImportError without matplotlib)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import NullLocator
+
+    figure = Figure(figsize=(11, 5.5), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    styles = series_styles(kernel_names)
+    for name, style in styles.items():
+        series = sorted((p.size, p.tflops) for p in points if p.kernel == name and not math.isnan(p.tflops))
         if series:
             sizes, rates = zip(*series)
-            axes.plot(sizes, rates, marker="o", label=name, linewidth=2.5 if name.endswith("/cublas") else 1.5)
-    axes.set_xlabel("M = N = K")
+            axes.plot(sizes, rates, label=name, **style)
+    axes.set_xscale("log", base=2)
+    shown = sorted({p.size for p in points if p.kernel in styles})
+    axes.set_xticks(shown, size_tick_labels(shown))
+    axes.xaxis.set_minor_locator(NullLocator())
+    axes.set_xlabel("M = N = K (log scale)")
     axes.set_ylabel("TFLOP/s")
+    axes.set_ylim(bottom=0)
     axes.set_title(title, fontsize=10)
     axes.grid(True, alpha=0.3)
-    axes.legend(fontsize=7, ncol=2)
-    figure.tight_layout()
+    # Outside the axes, where no line can run under it; constrained layout makes room for it.
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8)
+    return figure
+
+
+def plot_ladder(path: Path, title: str, kernel_names: list[str], points: list[Point]) -> bool:
+    """TFLOP/s against size on a log-2 axis, one line per kernel (once each, in the order given). False when
+    matplotlib is missing (nothing is written)."""
+    try:
+        figure = ladder_figure(title, kernel_names, points)
+    except ImportError:
+        return False
     figure.savefig(path, dpi=110)
-    plt.close(figure)
     return True
 
 
@@ -166,7 +238,7 @@ def write_report(out_dir: Path, seeds: list[Seed], kernels: dict[str, Kernel], p
     sizes = sorted({p.size for p in points})
     written: list[Path] = []
     plots_missing = False
-    body = [f"# Seed ladders on {gpu.name}", "", *header, ""]
+    body = [f"# Seed ladders on {gpu.name}", "", *header, "", SM_CLOCK_NOTE, ""]
     for seed in seeds:
         for precision in ("fp32", "fp16"):
             size = seed.size if seed.size in sizes else (max(sizes) if sizes else seed.size)
@@ -188,3 +260,26 @@ def write_report(out_dir: Path, seeds: list[Seed], kernels: dict[str, Kernel], p
     data = out_dir / "points.json"
     data.write_text(json.dumps({"gpu": asdict(gpu), "points": [asdict(p) for p in points]}, indent=1))
     return [readme, data, *written]
+
+
+def gpu_from_dict(entry: dict) -> Gpu:
+    """A Gpu as points.json holds it."""
+    return Gpu(str(entry["name"]), entry.get("compute_capability"), entry.get("sm_count"),
+               None if entry.get("max_sm_clock_mhz") is None else float(entry["max_sm_clock_mhz"]),
+               str(entry.get("driver", "unknown")))
+
+
+def point_from_dict(entry: dict) -> Point:
+    """A Point as points.json holds it (NaN for a clock that was not recorded)."""
+    clock = entry.get("sm_clock_mhz")
+    return Point(str(entry["kernel"]), int(entry["size"]), float(entry["tflops"]),
+                 math.nan if clock is None else float(clock))
+
+
+def read_points(path: Path) -> tuple[Gpu, list[Point]]:
+    """The GPU and points of a points.json that write_report wrote, so a report can be redrawn without the GPU."""
+    try:
+        data = json.loads(Path(path).read_text())
+        return gpu_from_dict(data["gpu"]), [point_from_dict(entry) for entry in data["points"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ReportError(f"cannot read the points of a seed ladder report from {path}: {exc!r}") from exc

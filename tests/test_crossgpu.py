@@ -9,8 +9,9 @@ from dataclasses import replace
 import pytest
 
 from sgemm.catalogue import load_catalogue
-from sgemm.crossgpu import Cell, common_size, gpu_runs, markdown_table, report_across_gpus, table, write_cross_gpu
-from sgemm.report import Gpu, Point, ReportError
+from sgemm.crossgpu import (Cell, bar_figure, common_size, gpu_runs, html_with_code, markdown_table, read_runs,
+                            report_across_gpus, table, write_cross_gpu)
+from sgemm.report import SM_CLOCK_NOTE, Gpu, Point, ReportError
 
 KERNELS = load_catalogue()
 H100, H200 = "nvidia-h100-80gb-hbm3", "nvidia-h200"
@@ -86,7 +87,8 @@ def test_a_size_one_gpu_did_not_measure_leaves_its_cells_empty(runs):
 def test_the_markdown_table_has_a_column_group_per_gpu(runs):
     text = markdown_table(table("fp32", 2048, runs, KERNELS), runs).splitlines()
     assert text[0] == ("| kernel | H100 80GB HBM3 TFLOP/s | H100 80GB HBM3 % cuBLAS | H100 80GB HBM3 % peak | "
-                       "H100 80GB HBM3 SM MHz | H200 TFLOP/s | H200 % cuBLAS | H200 % peak | H200 SM MHz |")
+                       "H100 80GB HBM3 median SM MHz | H200 TFLOP/s | H200 % cuBLAS | H200 % peak | "
+                       "H200 median SM MHz |")
     assert text[1] == "| :--- |" + " ---: |" * 8
     assert text[2:] == ["| `fp32/cublas` | 25.00 | 100.0 | 37.4 | 1757 | 37.50 | 100.0 | 56.0 | 1832 |",
                         "| `fp32/naive` | 2.50 | 10.0 | 3.7 | 1757 | 3.75 | 10.0 | 5.6 | 1832 |",
@@ -124,7 +126,8 @@ def test_the_report_is_written_as_markdown_html_json_and_a_plot_per_precision(tw
     assert ("<tr><td><code>fp32/float4</code></td><td>-</td><td>-</td><td>-</td><td>-</td><td>26.25</td>"
             "<td>70.0</td><td>39.2</td><td>1832</td></tr>") in page
     assert '<img src="fp32.png"' in page and '<img src="fp16.png"' in page
-    assert "<li>Command: `sgemm publish`</li>" in page
+    assert "<li>Command: <code>sgemm publish</code></li>" in page and "`" not in page
+    assert f"(asv machine <code>{H100}</code>, commit {commit};" in page
     assert "https://" not in page and "http://" not in page  # nothing to vendor
 
     data = json.loads((out / "points.json").read_text())
@@ -216,3 +219,45 @@ def test_the_report_of_a_results_tree_is_at_the_shared_size_unless_one_is_given(
     assert (tmp_path / "shared" / "README.md").read_text().startswith("# GEMM kernels across GPUs, 2048x2048x2048")
     report_across_gpus(two_gpu_results.results, tmp_path / "asked", KERNELS, [], size=1024)
     assert "| `fp32/naive` | 1.25 |" in (tmp_path / "asked" / "README.md").read_text()
+
+
+def test_inline_code_becomes_html_code_after_escaping():
+    assert html_with_code("Command: `sgemm publish --html site`") == "Command: <code>sgemm publish --html site</code>"
+    assert html_with_code("a <b> & `x<y>` and `z`") == "a &lt;b&gt; &amp; <code>x&lt;y&gt;</code> and <code>z</code>"
+    assert html_with_code("no code here") == "no code here"
+
+
+def test_the_page_renders_code_spans_and_says_how_the_clock_is_read(runs, tmp_path):
+    out = tmp_path / "gpus"
+    write_cross_gpu(out, runs, KERNELS, 2048, ["Made: from the asv results in `merged`",
+                                               "Command: `sgemm publish --results merged --html site`"])
+    page = (out / "index.html").read_text()
+    assert "`" not in page
+    assert "<li>Made: from the asv results in <code>merged</code></li>" in page
+    assert "<li>Command: <code>sgemm publish --results merged --html site</code></li>" in page
+    assert "<th>median SM MHz</th>" in page and "<th>SM MHz</th>" not in page
+    assert html_with_code(SM_CLOCK_NOTE) in page
+    assert SM_CLOCK_NOTE in (out / "README.md").read_text()
+
+
+def test_points_json_reads_back_as_the_runs_it_was_written_from(runs, tmp_path):
+    write_cross_gpu(tmp_path, runs, KERNELS, 2048, [])
+    assert read_runs(tmp_path / "points.json") == runs
+    (tmp_path / "points.json").write_text('{"gpu": {}, "points": []}')  # a seed ladder report's, not a page's
+    with pytest.raises(ReportError, match="cannot read the runs of a cross-GPU page from"):
+        read_runs(tmp_path / "points.json")
+
+
+def test_the_bar_chart_tells_every_gpu_apart_with_the_legend_clear_of_the_bars(factless):
+    pytest.importorskip("matplotlib")
+    runs = gpu_runs(factless.results)
+    rows = table("fp32", 2048, runs, KERNELS)
+    figure = bar_figure("FP32", rows, runs)
+    renderer = figure.canvas.get_renderer()
+    figure.draw(renderer)
+    axes = figure.axes[0]
+    assert [text.get_text() for text in axes.get_legend().get_texts()] == [run.gpu.name for run in runs]
+    looks = {(tuple(bars.patches[0].get_facecolor()), bars.patches[0].get_hatch()) for bars in axes.containers}
+    assert len(axes.containers) == len(looks) == 4
+    legend, frame = axes.get_legend().get_window_extent(renderer), axes.get_window_extent(renderer)
+    assert legend.x0 >= frame.x1 and figure.bbox.contains(legend.x1 - 1, legend.y0 + 1)

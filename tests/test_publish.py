@@ -153,8 +153,10 @@ def test_sgemm_publish_builds_the_site_and_names_the_cross_gpu_page(two_gpu_resu
     assert (html_dir / "gpus" / "index.html").is_file() and NAV_LINK in navbar(html_dir / "index.html")
     assert external_loads(html_dir / "index.html") == []
     readme = (html_dir / "gpus" / "README.md").read_text()
-    assert f"- Command: `sgemm publish --results {two_gpu_results.results} --html {html_dir}" in readme
-    assert f"from the asv results in `{two_gpu_results.results}`" in readme
+    # Paths outside the directory the command ran in show as their last part: no scratch path of this box.
+    assert f"- Command: `sgemm publish --results {two_gpu_results.results.name} --html {html_dir.name}" in readme
+    assert f"from the asv results in `{two_gpu_results.results.name}`" in readme
+    assert str(tmp_path) not in readme and str(two_gpu_results.root) not in readme
 
 
 def test_sgemm_publish_warns_when_there_is_no_cross_gpu_page(no_gemm_results, npm_cache, tmp_path):
