@@ -246,6 +246,16 @@ def architectures(path: Path = CATALOGUE_PATH) -> list[str]:
     return list(_suite(path)["architectures"])
 
 
+def baseline(precision: str, kernels: dict[str, Kernel] | None = None) -> Kernel:
+    """The library kernel that a precision's kernels are measured against (cuBLAS), and the gate's control."""
+    kernels = load_catalogue() if kernels is None else kernels
+    found = [k for k in kernels.values() if k.library and k.precision == precision]
+    if len(found) != 1:
+        raise CatalogueError(f"precision {precision!r} needs one library kernel as its baseline, the catalogue has "
+                             f"{len(found)}")
+    return found[0]
+
+
 def get_kernel(name: str, kernels: dict[str, Kernel] | None = None) -> Kernel:
     kernels = load_catalogue() if kernels is None else kernels
     if name not in kernels:

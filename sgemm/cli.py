@@ -169,6 +169,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    from .figures import Figures
     from .peak import peak_tflops
     from .record import run_cases
     from .telemetry import TelemetryUnavailable, gpu_identity
@@ -190,8 +191,6 @@ def cmd_bench(args) -> int:
         print(f"[{index + 1}/{len(runnable)}] {case.id}  ({time.monotonic() - started:.0f} s)", file=sys.stderr)
 
     results = run_cases(runnable, args.device, progress)
-    cublas = {(r.kernel.split("/")[0], r.m, r.n, r.k): r.tflops for r in results.values()
-              if not isinstance(r, BaseException) and r.kernel.endswith("/cublas")}
     rows, failed = [], 0
     for case in runnable:
         result = results[case.id]
@@ -200,12 +199,13 @@ def cmd_bench(args) -> int:
             failed += 1
             rows.append([case.kernel.name, shape, "-", "-", "-", "-", "-", f"FAILED {str(result).splitlines()[0]}"])
             continue
-        baseline = cublas.get((case.kernel.precision, case.m, case.n, case.k))
-        peak = peak_tflops(case.kernel.precision, info.compute_capability, info.sm_count, max_clock)
-        rows.append([case.kernel.name, shape, f"{result.median_s * 1e3:.3f}", f"{result.tflops:.2f}",
-                     f"{100 * result.tflops / baseline:.1f}" if baseline else "-",
-                     f"{100 * result.tflops / peak:.1f}" if peak else "-",
-                     f"{result.median_sm_clock_mhz:.0f}", ", ".join(result.telemetry.get("throttle_reasons", []))])
+        reference = results.get(Case(catalogue.baseline(case.kernel.precision), case.m, case.n, case.k).id)
+        measured = reference is not None and not isinstance(reference, BaseException)
+        figures = Figures.of(result.tflops, reference.tflops if measured else None,
+                             peak_tflops(case.kernel.precision, info.compute_capability, info.sm_count, max_clock),
+                             result.median_sm_clock_mhz)
+        rows.append([case.kernel.name, shape, f"{result.median_s * 1e3:.3f}", *figures.texts(),
+                     ", ".join(result.telemetry.get("throttle_reasons", []))])
     rows += [[case.kernel.name, f"{case.m}x{case.n}x{case.k}", "-", "-", "-", "-", "-", f"skipped: {reason}"]
              for case, reason in skipped]
     print(f"{info.name}, {info.sm_count} SMs, max SM clock {max_clock} MHz")
@@ -528,7 +528,7 @@ def cmd_report(args) -> int:
         info = device_info(args.device)  # NoGpuError says why there is no GPU to measure on
         live = _live_gpu(args.device)
         wanted = {k.name for seed in seeds for _, k in seed_kernels(seed, kernels)}
-        wanted |= {f"{k.precision}/cublas" for k in kernels.values() if k.name in wanted}
+        wanted |= {catalogue.baseline(k.precision, kernels).name for k in kernels.values() if k.name in wanted}
         sizes = args.size or catalogue.default_sizes()
         cases = [Case(kernels[name], s, s, s) for name in kernels if name in wanted for s in sizes
                  if not skip_reason(kernels[name], s, s, s, info)]

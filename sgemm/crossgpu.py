@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import asvsuite
-from .catalogue import PRECISIONS, Kernel
+from .catalogue import PRECISIONS, Kernel, baseline
+from .figures import Figures
 from .report import (SM_CLOCK_NOTE, Gpu, Point, ReportError, gpu_from_dict, palette, point_from_dict,
                      points_from_asv)
 
@@ -61,14 +62,6 @@ def gpu_runs(results_dir: Path) -> list[GpuRun]:
     return runs
 
 
-@dataclass(frozen=True)
-class Cell:
-    tflops: float | None = None
-    percent_of_cublas: float | None = None
-    percent_of_peak: float | None = None
-    sm_clock_mhz: float | None = None
-
-
 def common_size(runs: list[GpuRun]) -> int:
     """The largest square size every GPU measured."""
     shared = set.intersection(*({p.size for p in run.points} for run in runs))
@@ -77,8 +70,10 @@ def common_size(runs: list[GpuRun]) -> int:
     return max(shared)
 
 
-def table(precision: str, size: int, runs: list[GpuRun], kernels: dict[str, Kernel]) -> list[tuple[str, list[Cell]]]:
-    """(kernel, a cell per GPU) for every kernel of the precision that some GPU measured at the size."""
+def table(precision: str, size: int, runs: list[GpuRun],
+          kernels: dict[str, Kernel]) -> list[tuple[str, list[Figures]]]:
+    """(kernel, its figures on each GPU) for every kernel of the precision that some GPU measured at the size."""
+    cublas = baseline(precision, kernels).name
     rows = []
     for name, kernel in kernels.items():
         if kernel.precision != precision:
@@ -86,45 +81,31 @@ def table(precision: str, size: int, runs: list[GpuRun], kernels: dict[str, Kern
         cells = []
         for run in runs:
             at_size = {p.kernel: p for p in run.points if p.size == size}
-            point, baseline = at_size.get(name), at_size.get(f"{precision}/cublas")
-            if point is None:
-                cells.append(Cell())
-                continue
-            peak = run.gpu.peak_tflops(precision)
-            cells.append(Cell(point.tflops, 100 * point.tflops / baseline.tflops if baseline else None,
-                              100 * point.tflops / peak if peak else None,
-                              None if math.isnan(point.sm_clock_mhz) else point.sm_clock_mhz))
+            point, reference = at_size.get(name), at_size.get(cublas)
+            cells.append(Figures.of(point.tflops, reference.tflops if reference else None,
+                                    run.gpu.peak_tflops(precision), point.sm_clock_mhz) if point else Figures())
         if any(cell.tflops is not None for cell in cells):
             rows.append((name, cells))
     return rows
 
 
-def _text(value: float | None, digits: int) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _cell_texts(cell: Cell) -> list[str]:
-    return [_text(cell.tflops, 2), _text(cell.percent_of_cublas, 1), _text(cell.percent_of_peak, 1),
-            _text(cell.sm_clock_mhz, 0)]
-
-
 COLUMNS = ("TFLOP/s", "% cuBLAS", "% peak", "median SM MHz")
 
 
-def markdown_table(rows: list[tuple[str, list[Cell]]], runs: list[GpuRun]) -> str:
+def markdown_table(rows: list[tuple[str, list[Figures]]], runs: list[GpuRun]) -> str:
     header = ["kernel"] + [f"{run.gpu.name.removeprefix('NVIDIA ')} {column}" for run in runs for column in COLUMNS]
     lines = ["| " + " | ".join(header) + " |", "| :--- |" + " ---: |" * (len(header) - 1)]
-    lines += ["| " + " | ".join([f"`{name}`"] + [t for cell in cells for t in _cell_texts(cell)]) + " |"
+    lines += ["| " + " | ".join([f"`{name}`"] + [t for cell in cells for t in cell.texts()]) + " |"
               for name, cells in rows]
     return "\n".join(lines)
 
 
-def html_table(rows: list[tuple[str, list[Cell]]], runs: list[GpuRun]) -> str:
+def html_table(rows: list[tuple[str, list[Figures]]], runs: list[GpuRun]) -> str:
     top = "".join(f'<th colspan="{len(COLUMNS)}">{html.escape(run.gpu.name)}</th>' for run in runs)
     sub = "".join(f"<th>{html.escape(column)}</th>" for _ in runs for column in COLUMNS)
     body = "".join(
         "<tr><td><code>" + html.escape(name) + "</code></td>"
-        + "".join(f"<td>{t}</td>" for cell in cells for t in _cell_texts(cell)) + "</tr>"
+        + "".join(f"<td>{t}</td>" for cell in cells for t in cell.texts()) + "</tr>"
         for name, cells in rows)
     return (f'<table><thead><tr><th rowspan="2">kernel</th>{top}</tr><tr>{sub}</tr></thead>'
             f"<tbody>{body}</tbody></table>")
@@ -133,7 +114,7 @@ def html_table(rows: list[tuple[str, list[Cell]]], runs: list[GpuRun]) -> str:
 _HATCHES = ("", "//", "..", "xx", "\\\\", "oo")
 
 
-def bar_figure(title: str, rows: list[tuple[str, list[Cell]]], runs: list[GpuRun]):
+def bar_figure(title: str, rows: list[tuple[str, list[Figures]]], runs: list[GpuRun]):
     """The chart of `plot` as a matplotlib Figure (ImportError without matplotlib)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -160,7 +141,7 @@ def bar_figure(title: str, rows: list[tuple[str, list[Cell]]], runs: list[GpuRun
     return figure
 
 
-def plot(path: Path, title: str, rows: list[tuple[str, list[Cell]]], runs: list[GpuRun]) -> bool:
+def plot(path: Path, title: str, rows: list[tuple[str, list[Figures]]], runs: list[GpuRun]) -> bool:
     """Horizontal bars of TFLOP/s, a bar per GPU for each kernel. False when matplotlib is missing."""
     try:
         figure = bar_figure(title, rows, runs)

@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import asvsuite
-from .catalogue import Kernel, Seed
+from .catalogue import Kernel, Seed, baseline
+from .figures import Figures
 from .peak import peak_tflops
 
 SM_CLOCK_NOTE = (
@@ -94,10 +95,7 @@ def points_from_cases(results: dict) -> list[Point]:
 class Row:
     label: str  # the seed's own name for the step
     kernel: str
-    tflops: float | None
-    percent_of_cublas: float | None
-    percent_of_peak: float | None
-    sm_clock_mhz: float | None
+    figures: Figures
 
 
 def seed_kernels(seed: Seed, kernels: dict[str, Kernel]) -> list[tuple[str, Kernel]]:
@@ -110,35 +108,27 @@ def ladder(seed: Seed, precision: str, size: int, points: list[Point], kernels: 
            gpu: Gpu) -> list[Row]:
     """The seed's table for one precision at one size, cuBLAS first; steps with no measurement show as None."""
     at_size = {p.kernel: p for p in points if p.size == size}
-    baseline = at_size.get(f"{precision}/cublas")
+    cublas = baseline(precision, kernels)
+    reference = at_size.get(cublas.name)
     peak = gpu.peak_tflops(precision)
     steps = [(label, kernel) for label, kernel in seed_kernels(seed, kernels) if kernel.precision == precision]
     if not steps:
         return []
     if not any(kernel.library for _, kernel in steps):
-        steps.insert(0, ("cuBLAS", kernels[f"{precision}/cublas"]))
+        steps.insert(0, ("cuBLAS", cublas))
     rows = []
     for label, kernel in steps:
         point = at_size.get(kernel.name)
-        rate = point.tflops if point else None
-        rows.append(Row(
-            label, kernel.name, rate,
-            100 * rate / baseline.tflops if rate and baseline else None,
-            100 * rate / peak if rate and peak else None,
-            point.sm_clock_mhz if point and not math.isnan(point.sm_clock_mhz) else None,
-        ))
+        rows.append(Row(label, kernel.name, Figures.of(point.tflops if point else None,
+                                                       reference.tflops if reference else None, peak,
+                                                       point.sm_clock_mhz if point else None)))
     return rows
-
-
-def _cell(value: float | None, digits: int) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def markdown_table(rows: list[Row]) -> str:
     lines = ["| step | kernel | TFLOP/s | % of cuBLAS | % of peak | median SM clock (MHz) |",
              "| :--- | :--- | ---: | ---: | ---: | ---: |"]
-    lines += [f"| {r.label} | `{r.kernel}` | {_cell(r.tflops, 2)} | {_cell(r.percent_of_cublas, 1)} | "
-              f"{_cell(r.percent_of_peak, 1)} | {_cell(r.sm_clock_mhz, 0)} |" for r in rows]
+    lines += [f"| {r.label} | `{r.kernel}` | " + " | ".join(r.figures.texts()) + " |" for r in rows]
     return "\n".join(lines)
 
 

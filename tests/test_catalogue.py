@@ -71,6 +71,14 @@ def test_suite_sizes_include_a_size_no_tile_divides():
     assert any(all(size % t for t in tiles if t >= 16) for size in sizes)
 
 
+def test_each_precision_has_one_baseline_the_library_kernel():
+    assert catalogue.baseline("fp32", KERNELS).name == "fp32/cublas"
+    assert catalogue.baseline("fp16", KERNELS).name == "fp16/cublas"
+    without = {name: kernel for name, kernel in KERNELS.items() if name != "fp16/cublas"}
+    with pytest.raises(CatalogueError, match="precision 'fp16' needs one library kernel as its baseline"):
+        catalogue.baseline("fp16", without)
+
+
 def test_select_by_name_and_precision_prefix():
     assert [k.name for k in catalogue.select(["fp32/naive"])] == ["fp32/naive"]
     assert {k.precision for k in catalogue.select(["fp16"])} == {"fp16"}

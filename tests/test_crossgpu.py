@@ -9,8 +9,9 @@ from dataclasses import replace
 import pytest
 
 from sgemm.catalogue import load_catalogue
-from sgemm.crossgpu import (Cell, bar_figure, common_size, gpu_runs, html_with_code, markdown_table, read_runs,
+from sgemm.crossgpu import (bar_figure, common_size, gpu_runs, html_with_code, markdown_table, read_runs,
                             report_across_gpus, table, write_cross_gpu)
+from sgemm.figures import Figures
 from sgemm.report import SM_CLOCK_NOTE, Gpu, Point, ReportError
 
 KERNELS = load_catalogue()
@@ -60,26 +61,26 @@ def test_the_fp32_table_reads_each_gpu_against_its_own_cublas_and_peak(runs):
     rows = dict(table("fp32", 2048, runs, KERNELS))
     assert list(rows) == ["fp32/cublas", "fp32/naive", "fp32/float4"]  # catalogue order
     (h100_cublas, h200_cublas), (h100_naive, h200_naive), (h100_float4, h200_float4) = rows.values()
-    assert h100_cublas == Cell(25.0, 100.0, pytest.approx(100 * 25.0 / FP32_PEAK), 1757.0)
-    assert h200_cublas == Cell(37.5, 100.0, pytest.approx(100 * 37.5 / FP32_PEAK), 1832.0)
+    assert h100_cublas == Figures(25.0, 100.0, pytest.approx(100 * 25.0 / FP32_PEAK), 1757.0)
+    assert h200_cublas == Figures(37.5, 100.0, pytest.approx(100 * 37.5 / FP32_PEAK), 1832.0)
     assert h100_naive.tflops == 2.5 and h100_naive.percent_of_cublas == pytest.approx(10.0)
     assert h200_naive.tflops == 3.75 and h200_naive.percent_of_cublas == pytest.approx(10.0)
     assert h100_naive.percent_of_peak == pytest.approx(3.7364650)
     assert h200_naive.percent_of_peak == pytest.approx(5.6046975)
-    assert h200_float4 == Cell(26.25, pytest.approx(70.0), pytest.approx(39.232883), 1832.0)
-    assert h100_float4 == Cell()  # the H100 did not measure it: an empty cell, never a zero
+    assert h200_float4 == Figures(26.25, pytest.approx(70.0), pytest.approx(39.232883), 1832.0)
+    assert h100_float4 == Figures()  # the H100 did not measure it: an empty cell, never a zero
 
 
 def test_the_fp16_table_uses_the_tensor_core_peak(runs):
     assert table("fp16", 2048, runs, KERNELS) == [
-        ("fp16/cublas", [Cell(250.0, 100.0, pytest.approx(100 * 250.0 / FP16_PEAK), 1757.0),
-                         Cell(375.0, 100.0, pytest.approx(35.029360), 1832.0)])]
+        ("fp16/cublas", [Figures(250.0, 100.0, pytest.approx(100 * 250.0 / FP16_PEAK), 1757.0),
+                         Figures(375.0, 100.0, pytest.approx(35.029360), 1832.0)])]
 
 
 def test_a_size_one_gpu_did_not_measure_leaves_its_cells_empty(runs):
     rows = dict(table("fp32", 4096, runs, KERNELS))
     assert list(rows) == ["fp32/cublas", "fp32/naive", "fp32/float4"]
-    assert all(cells[0] == Cell() for cells in rows.values())
+    assert all(cells[0] == Figures() for cells in rows.values())
     assert rows["fp32/float4"][1].tflops == 52.5 and rows["fp32/float4"][1].sm_clock_mhz == 1834.0
     assert table("fp32", 512, runs, KERNELS) == []  # nobody measured it: no row at all
 
@@ -162,11 +163,11 @@ def test_a_machine_without_gpu_facts_gets_no_percent_of_peak(factless):
 
     rows = dict(table("fp32", 2048, runs, KERNELS))
     a100_cublas, h100_cublas, _, l40s_cublas = rows["fp32/cublas"]
-    assert a100_cublas == Cell(12.5, 100.0, None, 1402.0)
-    assert l40s_cublas == Cell(10.0, 100.0, None, 2492.0)
+    assert a100_cublas == Figures(12.5, 100.0, None, 1402.0)
+    assert l40s_cublas == Figures(10.0, 100.0, None, 2492.0)
     assert h100_cublas.percent_of_peak == pytest.approx(100 * 25.0 / FP32_PEAK)  # the others keep theirs
-    assert rows["fp32/naive"][0] == Cell(1.25, pytest.approx(10.0), None, 1402.0)
-    assert rows["fp32/naive"][3] == Cell()
+    assert rows["fp32/naive"][0] == Figures(1.25, pytest.approx(10.0), None, 1402.0)
+    assert rows["fp32/naive"][3] == Figures()
 
     out = factless.root / "gpus"
     write_cross_gpu(out, runs, KERNELS, 2048, [])

@@ -28,22 +28,23 @@ def test_a_ladder_is_the_seeds_steps_against_cublas_and_peak():
     rows = ladder(SEEDS["001"], "fp32", 2048, points, KERNELS, H100)
     assert [r.label for r in rows[:3]] == ["cuBLAS", "Naive", "Tiled"]
     naive = rows[1]
-    assert naive.kernel == "fp32/naive" and naive.tflops == 5.0 and naive.percent_of_cublas == pytest.approx(10.0)
-    assert naive.percent_of_peak == pytest.approx(100 * 5.0 / (132 * 256 * 1980e6 / 1e12))
-    assert rows[2].tflops is None  # not measured: shown as a gap, never as a number
+    assert naive.kernel == "fp32/naive" and naive.figures.tflops == 5.0
+    assert naive.figures.percent_of_cublas == pytest.approx(10.0)
+    assert naive.figures.percent_of_peak == pytest.approx(100 * 5.0 / (132 * 256 * 1980e6 / 1e12))
+    assert rows[2].figures.tflops is None  # not measured: shown as a gap, never as a number
     assert "| Tiled | `fp32/smem_tile` | - | - | - | - |" in markdown_table(rows)
     assert markdown_table(rows).startswith("| step | kernel | TFLOP/s | % of cuBLAS | % of peak | median SM clock (MHz) |")
 
 
 def test_the_fp16_ladder_of_seed_001_uses_the_fp16_baseline():
     rows = ladder(SEEDS["001"], "fp16", 2048, [Point("fp16/cublas", 2048, 600.0, 1700.0)], KERNELS, H100)
-    assert rows[0].kernel == "fp16/cublas" and rows[0].percent_of_cublas == pytest.approx(100.0)
+    assert rows[0].kernel == "fp16/cublas" and rows[0].figures.percent_of_cublas == pytest.approx(100.0)
     assert {r.kernel for r in rows} >= {"fp16/wmma_naive", "fp16/mma_unrolled"}
 
 
 def test_without_gpu_facts_there_is_no_percent_of_peak():
     rows = ladder(SEEDS["000"], "fp32", 4096, [Point("fp32/naive", 4096, 6.0, 1900.0)], KERNELS, Gpu("some GPU"))
-    assert all(r.percent_of_peak is None for r in rows)
+    assert all(r.figures.percent_of_peak is None for r in rows)
 
 
 GEMM_SUITE = """
