@@ -14,7 +14,8 @@ from pathlib import Path
 from . import catalogue
 from .catalogue import CatalogueError, UnknownKernelError
 from .gate import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
-from .record import Case, DeviceInfo, NoGpuError, device_info, skip_reason
+from .gpu import Gpu
+from .record import Case, NoGpuError, device_info, skip_reason
 from .verdict import MIN_ROUNDS
 
 DEFAULT_CHECK_SHAPES = ("1024x1024x1024", "1000x1028x516")
@@ -109,7 +110,7 @@ def print_table(header: list[str], rows: list[list[str]], width: int | None = No
         print("  ".join(cell.ljust(w) for cell, w in zip(cells, widths)).rstrip())
 
 
-def _cases(kernels: list, shapes, info: DeviceInfo) -> tuple[list[Case], list[tuple[Case, str]]]:
+def _cases(kernels: list, shapes, info: Gpu) -> tuple[list[Case], list[tuple[Case, str]]]:
     """The selected cases this GPU can run, and those it skips with the reason."""
     runnable, skipped = [], []
     for kernel in kernels:
@@ -170,9 +171,7 @@ def cmd_check(args) -> int:
 
 def cmd_bench(args) -> int:
     from .figures import Figures
-    from .peak import peak_tflops
     from .record import run_cases
-    from .telemetry import TelemetryUnavailable, gpu_identity
 
     kernels = catalogue.select(args.kernel)  # an unknown kernel is bad input, said before CUDA is touched
     shapes = args.shape or [(s, s, s) for s in (args.size or catalogue.default_sizes())]
@@ -181,10 +180,7 @@ def cmd_bench(args) -> int:
         return EXIT_BAD_INPUT
     info = device_info(args.device)
     runnable, skipped = _cases(kernels, shapes, info)
-    try:
-        max_clock = gpu_identity(args.device).max_sm_clock_mhz
-    except TelemetryUnavailable:
-        max_clock = 0
+    gpu = _live_gpu(args.device) or info
     started = time.monotonic()
 
     def progress(index: int, case: Case) -> None:
@@ -202,13 +198,14 @@ def cmd_bench(args) -> int:
         reference = results.get(Case(catalogue.baseline(case.kernel.precision), case.m, case.n, case.k).id)
         measured = reference is not None and not isinstance(reference, BaseException)
         figures = Figures.of(result.tflops, reference.tflops if measured else None,
-                             peak_tflops(case.kernel.precision, info.compute_capability, info.sm_count, max_clock),
+                             gpu.peak_tflops(case.kernel.precision),
                              result.median_sm_clock_mhz)
         rows.append([case.kernel.name, shape, f"{result.median_s * 1e3:.3f}", *figures.texts(),
                      ", ".join(result.telemetry.get("throttle_reasons", []))])
     rows += [[case.kernel.name, f"{case.m}x{case.n}x{case.k}", "-", "-", "-", "-", "-", f"skipped: {reason}"]
              for case, reason in skipped]
-    print(f"{info.name}, {info.sm_count} SMs, max SM clock {max_clock} MHz")
+    clock = f"{gpu.max_sm_clock_mhz:.0f} MHz" if gpu.max_sm_clock_mhz else "unknown (no NVML)"
+    print(f"{gpu.name}, {gpu.sm_count} SMs, max SM clock {clock}")
     print_table(["kernel", "MxNxK", "median ms", "TFLOP/s", "% cuBLAS", "% peak", "median SM MHz",
                  "throttled / notes"], rows)
     if args.json:
@@ -442,9 +439,10 @@ def cmd_publish(args) -> int:
     return 0
 
 
-def _live_gpu(device: int):
-    """This box's GPU for a report, or None without one."""
-    from .report import Gpu
+def _live_gpu(device: int) -> Gpu | None:
+    """This box's GPU for a report (CUDA's facts, with NVML's where it answers), or None without one."""
+    from dataclasses import replace
+
     from .telemetry import TelemetryUnavailable, gpu_identity
 
     try:
@@ -452,10 +450,9 @@ def _live_gpu(device: int):
     except NoGpuError:
         return None
     try:
-        identity = gpu_identity(device)
-        return Gpu(info.name, info.compute_capability, info.sm_count, identity.max_sm_clock_mhz, identity.driver)
+        return replace(gpu_identity(device), name=info.name, sm_count=info.sm_count)
     except TelemetryUnavailable:
-        return Gpu(info.name, info.compute_capability, info.sm_count)
+        return info
 
 
 def _report_across_gpus(args, kernels) -> int:
@@ -487,7 +484,7 @@ def _report_across_gpus(args, kernels) -> int:
 def cmd_report(args) -> int:
     import datetime
 
-    from .report import Gpu, ReportError, points_from_asv, points_from_cases, seed_kernels, write_report
+    from .report import ReportError, points_from_asv, points_from_cases, seed_kernels, write_report
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
         print(f"sgemm report: --out {args.out} is a file: name a directory", file=sys.stderr)

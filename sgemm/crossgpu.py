@@ -18,7 +18,8 @@ from pathlib import Path
 from . import asvsuite
 from .catalogue import PRECISIONS, Kernel, baseline
 from .figures import Figures
-from .report import (SM_CLOCK_NOTE, Gpu, Point, ReportError, gpu_from_dict, palette, point_from_dict,
+from .gpu import Gpu
+from .report import (SM_CLOCK_NOTE, Point, ReportError, gpu_from_dict, palette, point_from_dict,
                      points_from_asv)
 
 @dataclass(frozen=True)
@@ -50,12 +51,7 @@ def gpu_runs(results_dir: Path) -> list[GpuRun]:
         except ReportError:
             continue  # a machine with no Gemm results (e.g. only resource tracks) has nothing to show
         sm_count, max_clock = _gpu_facts(Path(results_dir), machine, commit)
-        capability = facets.get("compute_capability", "")
-        try:
-            major, minor = capability.split(".")
-            cc = int(major) * 10 + int(minor)
-        except ValueError:
-            cc = None
+        cc = Gpu.compute_capability_of(str(facets.get("compute_capability", "")))
         runs.append(GpuRun(machine, Gpu(facets.get("gpu", machine), cc, sm_count, max_clock), commit, points))
     if not runs:
         raise ReportError(f"no Gemm results for any machine in {results_dir}")
@@ -160,7 +156,7 @@ def _runs_lines(runs: list[GpuRun]) -> list[str]:
     lines = []
     for run in runs:
         facts = ", ".join(part for part in (
-            f"compute capability {run.gpu.compute_capability / 10:.1f}" if run.gpu.compute_capability else "",
+            f"compute capability {run.gpu.compute_capability_text}" if run.gpu.compute_capability else "",
             f"{run.gpu.sm_count} SMs" if run.gpu.sm_count else "",
             f"max SM clock {run.gpu.max_sm_clock_mhz:.0f} MHz" if run.gpu.max_sm_clock_mhz else "") if part)
         if not (run.gpu.sm_count and run.gpu.max_sm_clock_mhz):

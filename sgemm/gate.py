@@ -514,8 +514,8 @@ def gate(request: Request, dry_run: bool = False) -> int:
     work_dir = request.work_dir or request.repo / ".asv" / "gate"
     result = run_gate(request.repo, chosen.base, chosen.head, selection, chosen.cases, machine, work_dir, settings,
                       request.device)
-    gpu_line = (f"{identity.model}, compute capability {identity.compute_capability}, driver {identity.driver}, "
-                f"max SM clock {identity.max_sm_clock_mhz} MHz") if identity else "not used"
+    gpu_line = (f"{identity.name}, compute capability {identity.compute_capability_text}, driver {identity.driver}, "
+                f"max SM clock {identity.max_sm_clock_mhz:.0f} MHz") if identity else "not used"
     text = markdown(result, gpu_line)
     print(text)
     publish_report(text, request.report)

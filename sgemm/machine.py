@@ -16,7 +16,8 @@ import warnings
 from pathlib import Path
 
 from .atomic import write_atomically
-from .telemetry import GpuIdentity, TelemetryUnavailable, driver_present, gpu_identity
+from .gpu import Gpu
+from .telemetry import TelemetryUnavailable, driver_present, gpu_identity
 
 ASV_MACHINE_FILE = Path("~/.asv-machine.json").expanduser()
 ASV_MACHINE_VERSION = 1
@@ -27,11 +28,11 @@ class MachineFileError(RuntimeError):
     """The machine file cannot be read or written where it was asked for; nothing was written."""
 
 
-def machine_name(identity: GpuIdentity | None) -> str:
+def machine_name(identity: Gpu | None) -> str:
     """'nvidia-h100-80gb-hbm3' from the GPU model; the host name when the GPU is unknown."""
     if identity is None:
         return socket.gethostname()
-    return re.sub(r"[^a-z0-9]+", "-", identity.model.lower()).strip("-")
+    return re.sub(r"[^a-z0-9]+", "-", identity.name.lower()).strip("-")
 
 
 def _ram_bytes() -> str:
@@ -51,7 +52,7 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
-def machine_entry(identity: GpuIdentity | None, name: str) -> dict:
+def machine_entry(identity: Gpu | None, name: str) -> dict:
     entry = {
         "machine": name,
         "arch": platform.machine(),
@@ -63,12 +64,12 @@ def machine_entry(identity: GpuIdentity | None, name: str) -> dict:
     if identity is None:
         entry["gpu"] = "unknown"
     else:
-        entry.update(gpu=identity.model, gpu_memory=f"{identity.memory_gib} GiB",
-                     compute_capability=identity.compute_capability)
+        entry.update(gpu=identity.name, gpu_memory=f"{identity.memory_gib} GiB",
+                     compute_capability=identity.compute_capability_text)
     return entry
 
 
-def detect_identity(cuda_device: int = 0) -> GpuIdentity | None:
+def detect_identity(cuda_device: int = 0) -> Gpu | None:
     try:
         return gpu_identity(cuda_device)
     except TelemetryUnavailable as exc:

@@ -22,6 +22,7 @@ from typing import Callable
 from .atomic import write_atomically
 from .build import BuildError
 from .catalogue import Kernel, UnknownKernelError, get_kernel
+from .gpu import Gpu
 from .measure import Timing, time_cases
 from .problem import make_problem
 from .telemetry import CaseMonitor, TelemetryUnavailable, card_id, driver_present, nvml_handle, other_processes
@@ -74,13 +75,6 @@ class CaseResult(Timing):
         return cls(**json.loads(path.read_text()))
 
 
-@dataclass(frozen=True)
-class DeviceInfo:
-    name: str
-    compute_capability: int  # e.g. 90
-    sm_count: int
-
-
 def _no_gpu_reason(exc: Exception) -> str:
     """Why CUDA cannot be used, in words. CuPy says "CUDA driver version is insufficient" both where the driver is
     too old and where there is none at all; only the second is common (a CPU box), and only the driver's library
@@ -94,8 +88,9 @@ def _no_gpu_reason(exc: Exception) -> str:
     return f"no usable CUDA GPU: {text}"
 
 
-def device_info(device: int = 0) -> DeviceInfo:
-    """The CUDA device's facts, or NoGpuError saying why CUDA cannot be used."""
+def device_info(device: int = 0) -> Gpu:
+    """What CUDA says the GPU is (name, compute capability, SM count), or NoGpuError saying why CUDA cannot be
+    used."""
     try:
         import cupy
 
@@ -107,10 +102,10 @@ def device_info(device: int = 0) -> DeviceInfo:
         raise
     except Exception as exc:  # ImportError, or CUDARuntimeError without a driver
         raise NoGpuError(_no_gpu_reason(exc)) from exc
-    return DeviceInfo(props["name"].decode(), props["major"] * 10 + props["minor"], props["multiProcessorCount"])
+    return Gpu(props["name"].decode(), props["major"] * 10 + props["minor"], props["multiProcessorCount"])
 
 
-def skip_reason(kernel: Kernel, m: int, n: int, k: int, info: DeviceInfo) -> str | None:
+def skip_reason(kernel: Kernel, m: int, n: int, k: int, info: Gpu) -> str | None:
     """Why this case is not run on this GPU (a skip, not a failure), or None."""
     if reason := kernel.shape_problem(m, n, k):
         return reason

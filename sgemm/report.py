@@ -15,7 +15,7 @@ from pathlib import Path
 from . import asvsuite
 from .catalogue import Kernel, Seed, baseline
 from .figures import Figures
-from .peak import peak_tflops
+from .gpu import Gpu
 
 SM_CLOCK_NOTE = (
     "Median SM clock: the median, over the timed samples, of the SM clock NVBench read for each sample. NVBench does "
@@ -37,20 +37,6 @@ class Point:
     size: int
     tflops: float
     sm_clock_mhz: float
-
-
-@dataclass(frozen=True)
-class Gpu:
-    name: str
-    compute_capability: int | None = None  # e.g. 90
-    sm_count: int | None = None
-    max_sm_clock_mhz: float | None = None
-    driver: str = "unknown"
-
-    def peak_tflops(self, precision: str) -> float | None:
-        if not (self.compute_capability and self.sm_count and self.max_sm_clock_mhz):
-            return None
-        return peak_tflops(precision, self.compute_capability, self.sm_count, self.max_sm_clock_mhz)
 
 
 def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) -> tuple[list[Point], str, dict]:
@@ -256,7 +242,7 @@ def gpu_from_dict(entry: dict) -> Gpu:
     """A Gpu as points.json holds it."""
     return Gpu(str(entry["name"]), entry.get("compute_capability"), entry.get("sm_count"),
                None if entry.get("max_sm_clock_mhz") is None else float(entry["max_sm_clock_mhz"]),
-               str(entry.get("driver", "unknown")))
+               str(entry.get("driver", "unknown")), entry.get("memory_gib"), str(entry.get("card", "")))
 
 
 def point_from_dict(entry: dict) -> Point:

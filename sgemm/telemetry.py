@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
+from .gpu import Gpu
+
 # nvmlDeviceGetCurrentClocksEventReasons bits that slow a kernel down (GpuIdle, 0x1, is left out: it is not a cause).
 THROTTLE_REASONS = {
     0x2: "clocks set by an application",
@@ -309,33 +311,18 @@ def card_id_of_uuid(uuid: str) -> str:
     return hashlib.sha256(uuid.encode()).hexdigest()[:CARD_ID_HEX_DIGITS]
 
 
-@dataclass(frozen=True)
-class GpuIdentity:
-    """What a GPU is (stable facts only: these become asv machine facets and graph identity)."""
-
-    model: str
-    memory_gib: int
-    compute_capability: str
-    # volatile or per-box facts, recorded beside results but never part of the machine identity
-    uuid: str = ""
-    driver: str = ""
-    max_sm_clock_mhz: int = 0
-    card: str = ""  # card_id(): which physical card, e.g. to tell a slow card from a slow kernel
-
-
-def gpu_identity(cuda_device: int | None = 0) -> GpuIdentity:
+def gpu_identity(cuda_device: int | None = 0) -> Gpu:
+    """What NVML says the GPU is (all but its SM count, which only CUDA knows: sgemm.record.device_info)."""
     pynvml = _nvml()
     handle = nvml_handle(cuda_device)
     major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
-    uuid = _text(pynvml.nvmlDeviceGetUUID(handle))
-    return GpuIdentity(
-        model=_text(pynvml.nvmlDeviceGetName(handle)),
-        memory_gib=round(pynvml.nvmlDeviceGetMemoryInfo(handle).total / 2**30),
-        compute_capability=f"{major}.{minor}",
-        uuid=uuid,
+    return Gpu(
+        name=_text(pynvml.nvmlDeviceGetName(handle)),
+        compute_capability=major * 10 + minor,
+        max_sm_clock_mhz=float(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)),
         driver=_text(pynvml.nvmlSystemGetDriverVersion()),
-        max_sm_clock_mhz=int(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)),
-        card=card_id_of_uuid(uuid),
+        memory_gib=round(pynvml.nvmlDeviceGetMemoryInfo(handle).total / 2**30),
+        card=card_id_of_uuid(_text(pynvml.nvmlDeviceGetUUID(handle))),
     )
 
 

@@ -12,7 +12,8 @@ from sgemm.catalogue import load_catalogue
 from sgemm.crossgpu import (bar_figure, common_size, gpu_runs, html_with_code, markdown_table, read_runs,
                             report_across_gpus, table, write_cross_gpu)
 from sgemm.figures import Figures
-from sgemm.report import SM_CLOCK_NOTE, Gpu, Point, ReportError
+from sgemm.gpu import Gpu
+from sgemm.report import SM_CLOCK_NOTE, Point, ReportError
 
 KERNELS = load_catalogue()
 H100, H200 = "nvidia-h100-80gb-hbm3", "nvidia-h200"
@@ -134,7 +135,7 @@ def test_the_report_is_written_as_markdown_html_json_and_a_plot_per_precision(tw
     data = json.loads((out / "points.json").read_text())
     assert [entry["machine"] for entry in data] == [H100, H200]
     assert data[0]["gpu"] == {"name": "NVIDIA H100 80GB HBM3", "compute_capability": 90, "sm_count": 132,
-                              "max_sm_clock_mhz": 1980.0, "driver": "unknown"}
+                              "max_sm_clock_mhz": 1980.0, "driver": "unknown", "memory_gib": None, "card": ""}
     assert data[1]["commit"] == two_gpu_results.commit
     assert {"kernel": "fp32/float4", "size": 4096, "tflops": 52.5, "sm_clock_mhz": 1834.0} in data[1]["points"]
     assert len(data[0]["points"]) == 6 and len(data[1]["points"]) == 12  # every size, not only the one shown

@@ -6,11 +6,12 @@ import pytest
 
 from sgemm import record
 from sgemm.catalogue import get_kernel
-from sgemm.record import AsvCase, Case, CaseResult, DeviceInfo, skip_reason
+from sgemm.gpu import Gpu
+from sgemm.record import AsvCase, Case, CaseResult, skip_reason
 from sgemm.measure import FORBIDDEN_IN_CASE_IDS
 from sgemm.verify import VerificationError
 
-H100 = DeviceInfo("NVIDIA H100 80GB HBM3", 90, 132)
+H100 = Gpu("NVIDIA H100 80GB HBM3", 90, 132)
 
 
 def result(**changes) -> CaseResult:
@@ -33,7 +34,7 @@ def test_a_result_survives_a_round_trip(tmp_path):
 
 
 def test_skip_reasons():
-    old_gpu = DeviceInfo("Tesla P100", 60, 56)
+    old_gpu = Gpu("Tesla P100", 60, 56)
     assert "needs compute capability 7.0" in skip_reason(get_kernel("fp32/naive"), 64, 64, 64, old_gpu)
     assert "multiple of 4" in skip_reason(get_kernel("fp32/float4"), 64, 63, 64, H100)
     assert skip_reason(get_kernel("fp32/float4"), 64, 64, 64, H100) is None

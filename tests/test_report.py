@@ -7,7 +7,8 @@ import pytest
 
 from sgemm.catalogue import load_catalogue, seeds
 from sgemm.record import CaseResult
-from sgemm.report import (SM_CLOCK_NOTE, Gpu, Point, ReportError, ladder, ladder_figure, markdown_table,
+from sgemm.gpu import Gpu
+from sgemm.report import (SM_CLOCK_NOTE, Point, ReportError, ladder, ladder_figure, markdown_table,
                           plot_ladder, points_from_asv, points_from_cases, read_points, seed_kernels, series_styles,
                           size_tick_labels, write_report)
 

@@ -6,6 +6,7 @@ from collections import Counter
 import pytest
 
 from sgemm import telemetry
+from sgemm.gpu import Gpu
 
 
 @pytest.fixture(autouse=True)
@@ -68,8 +69,8 @@ def fake_nvml(power_mw, clocks_mhz, reasons, violation_ns, calls=None):
 def test_identity_from_nvml(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake_nvml([], [], [], []))
     identity = telemetry.gpu_identity(cuda_device=None)
-    assert identity == telemetry.GpuIdentity("NVIDIA H100 80GB HBM3", 80, "9.0", "GPU-123", "580.159.04", 1980,
-                                             card="9de46d38d02a")
+    assert identity == Gpu("NVIDIA H100 80GB HBM3", 90, None, 1980.0, "580.159.04", 80, card="9de46d38d02a")
+    assert identity.compute_capability_text == "9.0"
 
 
 def test_case_monitor_summarises_the_readings(monkeypatch):
@@ -136,7 +137,7 @@ def test_reason_names_leave_idle_out():
 @pytest.mark.gpu
 def test_identity_of_this_gpu():
     identity = telemetry.gpu_identity(0)
-    assert identity.model and identity.memory_gib > 0 and identity.max_sm_clock_mhz > 0
+    assert identity.name and identity.memory_gib > 0 and identity.max_sm_clock_mhz > 0
 
 
 # ---- busy GPU: another process, or sustained utilisation where processes are hidden ----
