@@ -10,6 +10,7 @@ import inspect
 import os
 from statistics import median
 
+from . import under_test
 from .worktree import FORMER_NAMES, KERNELS, SIZES, SWEEP_KERNELS, SWEEP_SHAPES, catalogue
 
 try:
@@ -21,7 +22,8 @@ try:
     # Imported once in asv's forkserver, so that every benchmark process forked from it starts with them. Neither
     # touches CUDA at import, which a forked process could not use again.
     import cupy  # noqa: F401
-    import sgemm.record  # noqa: F401
+
+    under_test.record()
 except ImportError:
     pass  # no GPU stack here (discovery on a CPU box), or the commit under test lacks the package: setup() says so
 
@@ -31,7 +33,7 @@ CARD_NUMBER_HEX_DIGITS = 6
 
 
 class _MeasuredCase:
-    """The figures of one case, each read from a single measurement made once per asv run (see sgemm.record)."""
+    """The figures of one case, each read from a single measurement made once per asv run (see sgemm.measuring.record)."""
 
     timeout = 600
 
@@ -44,7 +46,7 @@ class _MeasuredCase:
         if name not in KERNELS and name not in FORMER_NAMES:
             raise NotImplementedError(f"there is no {name} kernel")
         try:
-            from sgemm.record import asv_case
+            asv_case = under_test.record().asv_case
         except ImportError as exc:
             raise NotImplementedError(f"the commit under test cannot run this suite: {exc}") from exc
         if len(inspect.signature(asv_case).parameters) == 3:  # commits before the shape sweep: square sizes only
@@ -97,7 +99,7 @@ class _MeasuredCase:
     track_throttled.unit = "ms"
 
     # One figure per round: asv appends each round's samples, so the rounds stay apart in the results and a verdict
-    # can rest on the spread between processes, where the noise that matters lives (sgemm.verdict).
+    # can rest on the spread between processes, where the noise that matters lives (sgemm.judging.verdict).
     def track_round_time(self, run_dir, *params):
         """The round's median time."""
         return {"samples": [median(self.figures("round_time").samples_s)], "number": 1}
@@ -118,7 +120,7 @@ class _MeasuredCase:
     track_round_samples.unit = "samples"
 
     def track_card(self, run_dir, *params):
-        """Which physical card measured the round: a number from a hash of its NVML UUID (sgemm.telemetry)."""
+        """Which physical card measured the round: a number from a hash of its NVML UUID (sgemm.measuring.telemetry)."""
         card = getattr(self.figures("card"), "card", "")  # commits before cards were recorded have none
         return {"samples": [int(card[:CARD_NUMBER_HEX_DIGITS], 16)], "number": 1} if card else float("nan")
 

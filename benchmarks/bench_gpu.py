@@ -5,21 +5,22 @@ report made anywhere, from merged results, reads them from there rather than fro
 
 import math
 
+from . import under_test
+
 
 class Gpu:
     def setup(self):
         try:
-            from sgemm.record import NoGpuError, device_info
-            from sgemm.telemetry import TelemetryUnavailable, gpu_identity
+            record, telemetry = under_test.record(), under_test.telemetry()
         except ImportError as exc:
             raise NotImplementedError(f"the commit under test cannot describe the GPU: {exc}") from exc
         try:
-            self.sm_count = device_info().sm_count
-        except NoGpuError as exc:
+            self.sm_count = record.device_info().sm_count
+        except record.NoGpuError as exc:
             raise NotImplementedError(str(exc)) from exc
         try:
-            self.max_sm_clock_mhz = gpu_identity().max_sm_clock_mhz
-        except TelemetryUnavailable:
+            self.max_sm_clock_mhz = telemetry.gpu_identity().max_sm_clock_mhz
+        except telemetry.TelemetryUnavailable:
             self.max_sm_clock_mhz = math.nan
 
     def track_sm_count(self):

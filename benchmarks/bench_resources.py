@@ -4,6 +4,7 @@ A commit that makes a kernel use more registers, or spill, shows up on the site 
 every machine, whether or not its GPU is of that architecture.
 """
 
+from . import under_test
 from .worktree import ARCHITECTURES, KERNELS
 
 
@@ -17,7 +18,8 @@ class Resources:
     def setup_cache(self):
         try:
             from sgemm.catalogue import load_catalogue
-            from sgemm.resources import usage_table
+
+            usage_table = under_test.resources().usage_table
         except ImportError as exc:
             return {"unavailable": f"the commit under test cannot compile offline: {exc}"}
         try:

@@ -113,7 +113,7 @@ def direct_ratios(clone: Path, sizes: list[int], processes: int = 3) -> dict[int
     script = f"""
 import dataclasses, json, sys
 from sgemm.catalogue import get_kernel
-from sgemm.record import Case, run_cases
+from sgemm.measuring.record import Case, run_cases
 base = get_kernel({KERNEL!r})
 variants = {{spin: dataclasses.replace(base, name=f"{{base.name}}_spin{{spin}}",
                                       entry={INSTANTIATION[:-1]!r} + f", {{spin}}>") for spin in (0, {SPIN_1}, {SPIN_3})}}
@@ -141,7 +141,7 @@ def start_fp16_load() -> subprocess.Popen:
 import time
 import cupy
 from sgemm.catalogue import get_kernel
-from sgemm.problem import make_problem
+from sgemm.measuring.problem import make_problem
 problem = make_problem(get_kernel("fp16/cublas"), 8192, 8192, 8192)
 print("running", flush=True)
 end = time.monotonic() + 120

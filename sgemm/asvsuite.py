@@ -27,7 +27,7 @@ THROTTLED = "track_throttled"  # one figure per round: time the driver held cloc
 ROUND_TIME = "track_round_time"  # the round's median time (seconds)
 ROUND_SM_CLOCK = "track_round_sm_clock"  # the round's median SM clock (MHz)
 ROUND_SAMPLES = "track_round_samples"  # how many samples the round's median is of
-CARD = "track_card"  # which physical card measured the round (sgemm.telemetry.card_number)
+CARD = "track_card"  # which physical card measured the round (sgemm.measuring.telemetry.card_number)
 ROUND_TRACKS = (ROUND_TIME, ROUND_SM_CLOCK, ROUND_SAMPLES, CARD)
 TRACKS = (TIME, TFLOPS, SM_CLOCK, POWER, TEMPERATURE, THROTTLED, *ROUND_TRACKS)
 # What a gate's report reads; it runs no others (every track is a process per case and round: the sample counts and

@@ -13,13 +13,13 @@ from pathlib import Path
 
 from . import catalogue
 from .catalogue import CatalogueError, UnknownKernelError
-from .gate import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
+from .judging.gate import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
 from .gpu import Gpu
-from .record import Case, NoGpuError, device_info, skip_reason
-from .verdict import MIN_ROUNDS
+from .measuring.record import Case, NoGpuError, device_info, skip_reason
+from .judging.verdict import MIN_ROUNDS
 
 DEFAULT_CHECK_SHAPES = ("1024x1024x1024", "1000x1028x516")
-# Exit statuses of every command but the gate (which has its own, in sgemm.gate).
+# Exit statuses of every command but the gate (which has its own, in sgemm.judging.gate).
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 # Options whose value may start with '-': argparse reads "-3x4x5" or "-1e-3" as an option of its own, and says only
 # "expected one argument", unless the value is glued on with '='. main() glues them on.
@@ -148,8 +148,8 @@ def cmd_check(args) -> int:
 
     import cupy
 
-    from .problem import make_problem
-    from .verify import VerificationError, verify
+    from .measuring.problem import make_problem
+    from .measuring.verify import VerificationError, verify
 
     runnable, skipped = _cases(kernels, shapes, device_info(args.device))
     rows, failed = [], 0
@@ -171,7 +171,7 @@ def cmd_check(args) -> int:
 
 def cmd_bench(args) -> int:
     from .figures import Figures
-    from .record import run_cases
+    from .measuring.record import run_cases
 
     kernels = catalogue.select(args.kernel)  # an unknown kernel is bad input, said before CUDA is touched
     shapes = args.shape or [(s, s, s) for s in (args.size or catalogue.default_sizes())]
@@ -216,7 +216,7 @@ def cmd_bench(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from .merge import MergeError, merge_results
+    from .publishing.merge import MergeError, merge_results
 
     try:
         plan = merge_results([Path(s) for s in args.sources], Path(args.into))
@@ -310,7 +310,7 @@ def cmd_gate(args) -> int:
         return EXIT_BAD_INPUT
     from pathlib import Path
 
-    from .gate import EXIT_UNDECIDED, GateError, Request, Settings, gate
+    from .judging.gate import EXIT_UNDECIDED, GateError, Request, Settings, gate
 
     request = Request(
         Path(args.repo).resolve(), args.base, args.head, tuple(args.kernel), tuple(args.size or ()), not args.no_sweep,
@@ -364,7 +364,7 @@ def cmd_history(args) -> int:
 def cmd_noise(args) -> int:
     from pathlib import Path
 
-    from .noise import default_path, learn, write
+    from .judging.noise import default_path, learn, write
 
     results = Path(args.results)
     if not (results / args.machine).is_dir():
@@ -417,8 +417,8 @@ def _made_from_results(args) -> list[str]:
 
 
 def cmd_publish(args) -> int:
-    from .publish import CROSS_GPU_DIR, PublishError, publish_site
-    from .site import SiteError
+    from .publishing.publish import CROSS_GPU_DIR, PublishError, publish_site
+    from .publishing.site import SiteError
 
     try:
         site = publish_site(Path(args.repo).resolve(), Path(args.results).resolve(), Path(args.html).resolve(),
@@ -443,7 +443,7 @@ def _live_gpu(device: int) -> Gpu | None:
     """This box's GPU for a report (CUDA's facts, with NVML's where it answers), or None without one."""
     from dataclasses import replace
 
-    from .telemetry import TelemetryUnavailable, gpu_identity
+    from .measuring.telemetry import TelemetryUnavailable, gpu_identity
 
     try:
         info = device_info(device)
@@ -456,8 +456,8 @@ def _live_gpu(device: int) -> Gpu | None:
 
 
 def _report_across_gpus(args, kernels) -> int:
-    from .crossgpu import gpu_runs, report_across_gpus
-    from .report import ReportError
+    from .publishing.crossgpu import gpu_runs, report_across_gpus
+    from .publishing.report import ReportError
 
     if not args.results:
         print("sgemm report: --across-gpus reads asv results: pass --results", file=sys.stderr)
@@ -484,7 +484,7 @@ def _report_across_gpus(args, kernels) -> int:
 def cmd_report(args) -> int:
     import datetime
 
-    from .report import ReportError, points_from_asv, points_from_cases, seed_kernels, write_report
+    from .publishing.report import ReportError, points_from_asv, points_from_cases, seed_kernels, write_report
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
         print(f"sgemm report: --out {args.out} is a file: name a directory", file=sys.stderr)
@@ -529,7 +529,7 @@ def cmd_report(args) -> int:
         sizes = args.size or catalogue.default_sizes()
         cases = [Case(kernels[name], s, s, s) for name in kernels if name in wanted for s in sizes
                  if not skip_reason(kernels[name], s, s, s, info)]
-        from .record import run_cases
+        from .measuring.record import run_cases
 
         results = run_cases(cases, args.device,
                             lambda i, case: print(f"[{i + 1}/{len(cases)}] {case.id}", file=sys.stderr))

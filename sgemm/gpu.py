@@ -17,7 +17,7 @@ class Gpu:
     max_sm_clock_mhz: float | None = None
     driver: str = "unknown"
     memory_gib: int | None = None
-    card: str = ""  # which physical card (sgemm.telemetry.card_id): a hash, never the UUID itself
+    card: str = ""  # which physical card (sgemm.measuring.telemetry.card_id): a hash, never the UUID itself
 
     @staticmethod
     def compute_capability_of(text: str) -> int | None:

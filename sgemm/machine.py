@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .atomic import write_atomically
 from .gpu import Gpu
-from .telemetry import TelemetryUnavailable, driver_present, gpu_identity
+from .measuring.telemetry import TelemetryUnavailable, driver_present, gpu_identity
 
 ASV_MACHINE_FILE = Path("~/.asv-machine.json").expanduser()
 ASV_MACHINE_VERSION = 1

@@ -11,7 +11,7 @@ import pytest
 
 
 def _no_gpu_reason() -> str | None:
-    from sgemm.record import NoGpuError, device_info
+    from sgemm.measuring.record import NoGpuError, device_info
 
     try:
         device_info()
@@ -71,8 +71,8 @@ def asv_run_suite(tmp_path):
 def npm_cache(request, tmp_path_factory):
     """A folder holding the tarball of every package the site needs: $SGEMM_NPM_CACHE if set (for machines
     without internet), else one kept in pytest's cache, filled from the npm registry the first time."""
-    from sgemm import site
-    from sgemm.site import SiteError
+    from sgemm.publishing import site
+    from sgemm.publishing.site import SiteError
 
     if os.environ.get("SGEMM_NPM_CACHE"):
         folder = Path(os.environ["SGEMM_NPM_CACHE"])

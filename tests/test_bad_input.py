@@ -79,12 +79,12 @@ def no_gpu_may_be_touched(monkeypatch):
     for module in ("cupy", "pynvml", "cuda.bench"):
         monkeypatch.setitem(sys.modules, module, None)
     import sgemm.machine
-    import sgemm.record
-    import sgemm.telemetry
+    import sgemm.measuring.record
+    import sgemm.measuring.telemetry
 
     monkeypatch.setattr(cli, "device_info", touched)
-    monkeypatch.setattr(sgemm.record, "device_info", touched)
-    monkeypatch.setattr(sgemm.telemetry, "gpu_identity", touched)
+    monkeypatch.setattr(sgemm.measuring.record, "device_info", touched)
+    monkeypatch.setattr(sgemm.measuring.telemetry, "gpu_identity", touched)
     monkeypatch.setattr(sgemm.machine, "gpu_identity", touched)
 
 

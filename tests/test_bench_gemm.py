@@ -94,10 +94,10 @@ def test_asv_stores_statistics_for_a_track_benchmark_that_returns_samples(asv_ru
 
 
 def test_a_commit_whose_package_takes_square_sizes_only_still_runs_them(tmp_path, monkeypatch):
-    import sgemm.record
+    import sgemm.measuring.record
 
     bound = []
-    monkeypatch.setattr(sgemm.record, "asv_case", lambda run_dir, name, size: bound.append((name, size)) or "case")
+    monkeypatch.setattr(sgemm.measuring.record, "asv_case", lambda run_dir, name, size: bound.append((name, size)) or "case")
     suite = load_suite()
     gemm = suite.Gemm()
     gemm.setup(str(tmp_path), "naive", 1024, "fp32")

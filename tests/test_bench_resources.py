@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sgemm.catalogue import architectures, load_catalogue
-from sgemm.resources import ResourceUsage
+from sgemm.measuring.resources import ResourceUsage
 
 ROOT = Path(__file__).resolve().parents[1]
 

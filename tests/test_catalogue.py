@@ -215,8 +215,8 @@ import json
 from benchmarks import bench_gemm
 from sgemm import catalogue
 from sgemm.asvsuite import cases_for
-from sgemm.report import seed_kernels
-from sgemm.resources import usage_table
+from sgemm.publishing.report import seed_kernels
+from sgemm.measuring.resources import usage_table
 
 kernels = catalogue.load_catalogue()
 seed = next(s for s in catalogue.seeds() if s.number == "001")
@@ -231,7 +231,7 @@ print(json.dumps({
 
 
 def test_a_kernel_is_one_source_file_and_one_catalogue_entry(tmp_path, monkeypatch):
-    from sgemm.changes import select_kernels
+    from sgemm.judging.changes import select_kernels
 
     root = Path(__file__).resolve().parents[1]
     for name, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@t"), ("GIT_COMMITTER_NAME", "t"),

@@ -5,7 +5,7 @@ import pytest
 
 from sgemm import machine
 from sgemm.gpu import Gpu
-from sgemm.telemetry import TelemetryUnavailable
+from sgemm.measuring.telemetry import TelemetryUnavailable
 
 H100 = Gpu("NVIDIA H100 80GB HBM3", 90, driver="580.159.04", max_sm_clock_mhz=1980.0, memory_gib=80, card="0a1b2c3d4e5f")
 

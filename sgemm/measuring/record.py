@@ -1,0 +1,265 @@
+"""Run cases end to end (build -> verify -> measure, with telemetry) and keep what each one measured.
+
+The asv suite calls in through `asv_case`: asv runs every benchmark method of a case in a process of its own, once
+per round, so a measurement is filed by round in the run's scratch directory (asv's setup_cache) and every method
+reads the measurement of its own round: the n-th call of a method on a case reads round n, measured by whichever
+method asked for it first. A GPU that another process is using is not measured (the case is skipped with the
+reason), and why a case failed or was skipped is appended to the file named by SGEMM_CASE_EVENTS, when set, for the
+gate's report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..atomic import write_atomically
+from .build import BuildError
+from ..catalogue import Kernel, UnknownKernelError, get_kernel
+from ..gpu import Gpu
+from .measure import Timing, time_cases
+from .problem import make_problem
+from .telemetry import CaseMonitor, TelemetryUnavailable, card_id, driver_present, nvml_handle, other_processes
+from .verify import VerificationError, verify
+
+EVENTS_VARIABLE = "SGEMM_CASE_EVENTS"
+# More NVBench options for every measurement of this process tree (e.g. the gate's shorter --min-time: its evidence is
+# the spread between rounds, and a round's median needs a few hundred samples, not NVBench's default half second).
+NVBENCH_ARGS_VARIABLE = "SGEMM_NVBENCH_ARGS"
+
+
+class NoGpuError(RuntimeError):
+    """No usable CUDA GPU: the message says why."""
+
+
+@dataclass(frozen=True)
+class Case:
+    kernel: Kernel
+    m: int
+    n: int
+    k: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.kernel.name}/{self.m}x{self.n}x{self.k}"
+
+
+@dataclass
+class CaseResult(Timing):
+    """A case's NVBench timing, with what was measured and where, and the GPU's state meanwhile."""
+
+    kernel: str
+    m: int
+    n: int
+    k: int
+    gpu: str
+    relative_error: float
+    telemetry: dict = field(default_factory=dict)
+    card: str = ""  # which physical card measured it (sgemm.measuring.telemetry.card_id); empty without NVML
+
+    @property
+    def tflops(self) -> float:
+        return 2 * self.m * self.n * self.k / self.median_s / 1e12
+
+    def save(self, path: Path) -> None:
+        write_atomically(path, json.dumps(asdict(self)))
+
+    @classmethod
+    def load(cls, path: Path) -> CaseResult:
+        return cls(**json.loads(path.read_text()))
+
+
+def _no_gpu_reason(exc: Exception) -> str:
+    """Why CUDA cannot be used, in words. CuPy says "CUDA driver version is insufficient" both where the driver is
+    too old and where there is none at all; only the second is common (a CPU box), and only the driver's library
+    tells them apart."""
+    if not driver_present():
+        return "no usable CUDA GPU: no NVIDIA driver on this machine (libcuda.so.1 cannot be loaded)"
+    text = f"{type(exc).__name__}: {exc}".strip()
+    if "InsufficientDriver" in text or "driver version is insufficient" in text:
+        return ("no usable CUDA GPU: the NVIDIA driver is older than the CUDA runtime CuPy was built for "
+                "(on a CUDA 12 driver install the cuda12 extra)")
+    return f"no usable CUDA GPU: {text}"
+
+
+def device_info(device: int = 0) -> Gpu:
+    """What CUDA says the GPU is (name, compute capability, SM count), or NoGpuError saying why CUDA cannot be
+    used."""
+    try:
+        import cupy
+
+        count = cupy.cuda.runtime.getDeviceCount()
+        if device >= count:
+            raise NoGpuError(f"CUDA device {device} does not exist ({count} visible)")
+        props = cupy.cuda.runtime.getDeviceProperties(device)
+    except NoGpuError:
+        raise
+    except Exception as exc:  # ImportError, or CUDARuntimeError without a driver
+        raise NoGpuError(_no_gpu_reason(exc)) from exc
+    return Gpu(props["name"].decode(), props["major"] * 10 + props["minor"], props["multiProcessorCount"])
+
+
+def skip_reason(kernel: Kernel, m: int, n: int, k: int, info: Gpu) -> str | None:
+    """Why this case is not run on this GPU (a skip, not a failure), or None."""
+    if reason := kernel.shape_problem(m, n, k):
+        return reason
+    if info.compute_capability < kernel.min_compute_capability:
+        return (f"{kernel.name} needs compute capability {kernel.min_compute_capability / 10:.1f}, "
+                f"{info.name} has {info.compute_capability / 10:.1f}")
+    return None
+
+
+def run_cases(cases: list[Case], device: int = 0,
+              progress: Callable[[int, Case], None] | None = None) -> dict[str, CaseResult | BaseException]:
+    """Build, verify and time each case on one device. A failing case maps to its exception; the rest still run."""
+    import cupy
+
+    info = device_info(device)
+    try:
+        handle = nvml_handle(device)
+    except TelemetryUnavailable as exc:
+        warnings.warn(f"{exc}; cases are recorded without power, temperature and throttle readings")
+        handle = None
+    card = card_id(handle) if handle else ""
+    errors: dict[str, float] = {}
+    monitors: dict[str, CaseMonitor] = {}
+    telemetry: dict[str, dict] = {}
+
+    def close_monitors() -> None:
+        for case_id, monitor in monitors.items():
+            telemetry[case_id] = monitor.finish().as_dict()
+        monitors.clear()
+
+    def prepare_for(index: int, case: Case):
+        def prepare():
+            close_monitors()  # NVBench has finished the previous case
+            if progress:
+                progress(index, case)
+            with cupy.cuda.Device(device):
+                problem = make_problem(case.kernel, case.m, case.n, case.k)
+                errors[case.id] = verify(problem)
+            monitor = CaseMonitor(handle) if handle else None
+
+            def launch() -> None:
+                problem.launch()
+                if monitor:
+                    monitor.poll()  # NVBench's blocking kernel holds the GPU meanwhile: not in the timed region
+
+            if monitor:
+                monitor.start()
+                monitors[case.id] = monitor
+            return launch
+
+        return prepare
+
+    with cupy.cuda.Device(device):
+        timings = time_cases({case.id: prepare_for(i, case) for i, case in enumerate(cases)}, device,
+                             tuple(shlex.split(os.environ.get(NVBENCH_ARGS_VARIABLE, ""))))
+    close_monitors()
+    results: dict[str, CaseResult | BaseException] = {}
+    for case in cases:
+        timing = timings[case.id]
+        if isinstance(timing, BaseException):
+            results[case.id] = timing
+        else:
+            results[case.id] = CaseResult(timing.samples_s, timing.sm_clock_mhz, case.kernel.name, case.m, case.n,
+                                          case.k, info.name, errors[case.id], telemetry.get(case.id, {}), card)
+    return results
+
+
+def failure_reason(error: BaseException) -> str:
+    """Why a case has no figures, in a line or three that a pull-request comment can show."""
+    text = str(error).strip() or type(error).__name__
+    lines = text.splitlines()
+    if isinstance(error, VerificationError):
+        return f"wrong result: {lines[0]}"
+    if isinstance(error, BuildError):
+        return "compile error: " + " / ".join(line.strip() for line in lines[:4] if line.strip())
+    if text.startswith("NVBench recorded no samples"):
+        return f"no samples: {lines[0]}"
+    return f"{type(error).__name__}: {lines[0]}"
+
+
+def record_event(case_id: str, kind: str, reason: str) -> None:
+    """Append why a case failed or was skipped to SGEMM_CASE_EVENTS (one JSON object a line), when it is set.
+
+    asv keeps no benchmark's error output in its results; the gate sets this file to say in its report why a case
+    has no figures. ASV_COMMIT tells which side of the comparison the process measured.
+    """
+    path = os.environ.get(EVENTS_VARIABLE)
+    if not path:
+        return
+    line = json.dumps({"commit": os.environ.get("ASV_COMMIT", ""), "case": case_id, "kind": kind, "reason": reason})
+    with open(path, "a") as out:
+        out.write(line + "\n")
+
+
+class SharedGpu(NotImplementedError):
+    """Another process is on the GPU: the case is not measured (a skip, with this reason)."""
+
+
+def refuse_shared_gpu(case_id: str, device: int = 0) -> None:
+    """SharedGpu when another process is on the GPU: what it measured would not be this code's figures.
+
+    Called before this process starts CUDA work, so that nothing NVML lists is its own.
+    """
+    try:
+        others = other_processes(nvml_handle(device))
+    except TelemetryUnavailable:
+        return  # no NVML: nothing to check with, as on a box without telemetry
+    if others:
+        reason = "the GPU is shared with " + ", ".join(p.describe() for p in others) + ": not measured"
+        record_event(case_id, "gpu shared", reason)
+        raise SharedGpu(reason)
+
+
+class AsvCase:
+    """One kernel x shape of the asv suite: measured once per asv round, read by every benchmark method."""
+
+    def __init__(self, run_dir: str, kernel: Kernel, m: int, n: int, k: int):
+        self.case = Case(kernel, m, n, k)
+        self.dir = Path(run_dir) / self.case.id.replace("/", "_")
+
+    def _round_of(self, method: str) -> int:
+        """How many times this method has asked for the case: the n-th call is round n."""
+        calls_path = self.dir / "calls.json"
+        calls = json.loads(calls_path.read_text()) if calls_path.exists() else {}
+        calls[method] = calls.get(method, 0) + 1
+        write_atomically(calls_path, json.dumps(calls))
+        return calls[method]
+
+    def result(self, method: str) -> CaseResult:
+        path = self.dir / f"round-{self._round_of(method)}.json"
+        if path.exists():
+            return CaseResult.load(path)
+        refuse_shared_gpu(self.case.id)
+        outcome = run_cases([self.case])[self.case.id]
+        if isinstance(outcome, BaseException):
+            record_event(self.case.id, "failed", failure_reason(outcome))
+            raise outcome
+        outcome.save(path)
+        print(f"{self.case.id} {path.stem}: median {outcome.median_s * 1e6:.1f} us, {outcome.tflops:.2f} TFLOP/s, "
+              f"SM {outcome.median_sm_clock_mhz:.0f} MHz, rel err {outcome.relative_error:.2g}", file=sys.stderr)
+        return outcome
+
+
+def asv_case(run_dir: str, name: str, m: int, n: int, k: int) -> AsvCase:
+    """For an asv benchmark's setup(): NotImplementedError (asv's skip) when the case cannot run here."""
+    try:
+        kernel = get_kernel(name)
+    except UnknownKernelError as exc:
+        raise NotImplementedError(f"this commit has no {name} kernel") from exc
+    if reason := kernel.shape_problem(m, n, k):
+        raise NotImplementedError(reason)
+    case = AsvCase(run_dir, kernel, m, n, k)
+    if any(case.dir.glob("round-*.json")):
+        return case  # measured on this GPU earlier in this run: no need to ask CUDA whether it can run
+    if reason := skip_reason(kernel, m, n, k, device_info()):
+        raise NotImplementedError(reason)
+    return case

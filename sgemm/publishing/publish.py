@@ -1,0 +1,183 @@
+"""The published site of a results tree (one box's, or several merged): `asv publish`, then the cross-GPU page
+linked from asv's navbar, then every library the pages load vendored beside them, so that the site works offline.
+
+asv publish runs under a configuration of its own (sgemm.asvconf) that points at the given results and HTML
+directories, so the project's asv.conf.json and its `results/` stay as they are.
+
+asv publish deletes its output directory before it writes, so the site is never built in place. It is built in a
+fresh directory beside the HTML directory and moved there only once it is whole; the directory it replaces must be
+one this module made (it holds the marker file `.sgemm-site`), or empty, or not there yet. An HTML directory that
+is, holds or lies inside the results, or is or holds the repository, is refused before anything is written. A
+publish holds an exclusive lock on the HTML directory and a shared one on the results (see sgemm.publishing.merge.locked), so
+two publishes into one site, or a publish and a merge of its results, take turns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..asvconf import write_asv_config
+from ..catalogue import Kernel
+from .crossgpu import gpu_runs, report_across_gpus
+from .merge import LockError, locked
+from .report import ReportError
+from .site import SiteError, Vendored, add_nav_link, vendor_assets
+
+CROSS_GPU_DIR = "gpus"
+CROSS_GPU_LABEL = "Across GPUs"
+# What of asv's output a failed publish shows: its last lines say why.
+ASV_OUTPUT_TAIL = 3000
+# In every site this module made; a directory without it is never replaced.
+SITE_MARKER = ".sgemm-site"
+
+
+class PublishError(RuntimeError):
+    """The site could not be built; the message says why. The results, and the site that was there, are untouched."""
+
+
+@dataclass
+class Site:
+    html_dir: Path
+    cross_gpu: list[Path] = field(default_factory=list)  # the cross-GPU page's files; empty when it was left out
+    cross_gpu_skipped: str = ""  # why there is no cross-GPU page
+    vendored: list[Vendored] = field(default_factory=list)
+
+
+def check_inputs(repo: Path, results_dir: Path) -> None:
+    """PublishError unless `results_dir` is an asv results tree and `repo` an asv project."""
+    if not (results_dir / "benchmarks.json").is_file():
+        raise PublishError(f"{results_dir}: not an asv results tree (no benchmarks.json); pass the directory that "
+                           "`asv run` or `sgemm merge` filled")
+    if not (repo / "asv.conf.json").is_file():
+        raise PublishError(f"{repo}: no asv.conf.json; pass the repository the results were measured from (--repo)")
+
+
+def asv_publish(repo: Path, results_dir: Path, html_dir: Path) -> None:
+    """`asv publish` of `results_dir` into `html_dir` (which asv empties first), or PublishError with asv's words."""
+    check_inputs(repo, results_dir)
+    with tempfile.TemporaryDirectory(prefix="sgemm-publish-") as scratch:
+        config = write_asv_config(repo, Path(scratch) / "asv.conf.json", results_dir=results_dir,
+                                  html_dir=html_dir, env_dir=Path(scratch) / "env")
+        branches = json.loads(config.read_text()).get("branches", ["main"])
+        done = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", str(config)], cwd=repo,
+                              capture_output=True, text=True)
+    if done.returncode != 0:
+        output = (done.stdout + done.stderr).strip()[-ASV_OUTPUT_TAIL:]
+        raise PublishError(f"asv publish exited {done.returncode}:\n{output}")
+    # asv draws a history only for commits it finds on the configured branches; for the others it says nothing.
+    index = json.loads((html_dir / "index.json").read_text())
+    if not index.get("revision_to_hash"):
+        raise PublishError(f"none of the commits in {results_dir} is on the branches {branches} of "
+                           f"{repo}: the site would show no history (pass the repository they were measured from, "
+                           "with those branches fetched)")
+
+
+def check_places(repo: Path, results_dir: Path, html_dir: Path, npm_cache: Path | None = None) -> None:
+    """PublishError when making the site in `html_dir` could delete or change what it did not make."""
+    html = html_dir.resolve()
+    places = [("the repository", repo.resolve()), ("the results", results_dir.resolve())]
+    if npm_cache is not None:
+        places.append(("the npm cache", npm_cache.resolve()))
+    for name, place in places:
+        if html == place:
+            raise PublishError(f"--html {html_dir} is {name}: give the site a directory of its own, e.g. --html html")
+        if place.is_relative_to(html):
+            raise PublishError(f"--html {html_dir} holds {name} ({place}): give the site a directory of its own")
+    if html.is_relative_to(results_dir.resolve()):
+        raise PublishError(f"--html {html_dir} lies inside the results {results_dir}: put the site outside them")
+    if html.is_relative_to(repo.resolve() / ".git"):
+        raise PublishError(f"--html {html_dir} lies inside the repository's .git: put the site elsewhere")
+    if html.exists() and not html.is_dir():
+        raise PublishError(f"--html {html_dir}: not a directory")
+    if not html.parent.is_dir():
+        raise PublishError(f"--html {html_dir}: the folder it would be made in, {html.parent}, does not exist")
+
+
+def check_replaceable(html_dir: Path) -> None:
+    """PublishError unless `html_dir` is missing, empty, or a site this module made."""
+    if html_dir.is_dir() and not (html_dir / SITE_MARKER).is_file() and any(html_dir.iterdir()):
+        raise PublishError(f"--html {html_dir} is not empty and is not a site `sgemm publish` made (no "
+                           f"{SITE_MARKER} in it): give a new or empty directory, or move that one away")
+
+
+def check_size(results_dir: Path, size: int | None) -> None:
+    """PublishError when `size` was asked for but no GPU of the tree measured it (the page would have no tables)."""
+    if size is None:
+        return
+    try:
+        runs = gpu_runs(results_dir)
+    except ReportError:
+        return  # no Gemm results at all: the site goes without the cross-GPU page, and says so
+    measured = sorted({point.size for run in runs for point in run.points})
+    if size not in measured:
+        raise PublishError(f"--size {size}: no GPU in {results_dir} measured that size (measured: "
+                           f"{', '.join(map(str, measured))})")
+
+
+def _swap_in(built: Path, html_dir: Path) -> None:
+    """Put the finished site at `html_dir`, replacing the one there (checked replaceable under the lock)."""
+    if not html_dir.exists():
+        os.rename(built, html_dir)
+        return
+    # rename(2) may replace an empty directory: reserve a unique name, then move the old site onto it.
+    old = Path(tempfile.mkdtemp(dir=html_dir.parent, prefix=f".{html_dir.name}.old-"))
+    os.rename(html_dir, old)
+    os.rename(built, html_dir)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def publish_site(repo: Path, results_dir: Path, html_dir: Path, kernels: dict[str, Kernel], header: list[str],
+                 size: int | None = None, npm_cache: Path | None = None) -> Site:
+    """The whole site of `results_dir` in `html_dir`. The cross-GPU page compares every machine's newest run at
+    `size` (default: the largest size all of them measured); a tree with no Gemm results gets no such page.
+
+    PublishError, with nothing changed, when it cannot be built; SiteError when it was built and put in place but
+    its libraries could not be vendored."""
+    repo, results_dir, html_dir = Path(repo).resolve(), Path(results_dir).resolve(), Path(html_dir).resolve()
+    check_inputs(repo, results_dir)
+    check_places(repo, results_dir, html_dir, npm_cache)
+    try:
+        with locked(exclusive=[html_dir], shared=[results_dir]):
+            check_replaceable(html_dir)
+            return _build_and_swap(repo, results_dir, html_dir, kernels, header, size, npm_cache)
+    except LockError as exc:
+        raise PublishError(str(exc)) from exc
+
+
+def _build_and_swap(repo: Path, results_dir: Path, html_dir: Path, kernels: dict[str, Kernel], header: list[str],
+                    size: int | None, npm_cache: Path | None) -> Site:
+    check_size(results_dir, size)
+    staging = Path(tempfile.mkdtemp(dir=html_dir.parent, prefix=f".{html_dir.name}.building-"))
+    try:
+        built = staging / html_dir.name
+        asv_publish(repo, results_dir, built)
+        site = Site(html_dir)
+        offline_error: SiteError | None = None
+        try:
+            cross_gpu = report_across_gpus(results_dir, built / CROSS_GPU_DIR, kernels, header, size)
+            site.cross_gpu = [html_dir / path.relative_to(built) for path in cross_gpu]
+            add_nav_link(built, f"{CROSS_GPU_DIR}/index.html", CROSS_GPU_LABEL)
+        except ReportError as exc:
+            site.cross_gpu_skipped = str(exc)
+        except SiteError as exc:
+            offline_error = exc
+        if offline_error is None:
+            try:
+                site.vendored = vendor_assets(built, npm_cache)
+            except SiteError as exc:
+                offline_error = exc  # the site is whole and goes up; it only needs the CDNs to be read
+        (built / SITE_MARKER).write_text("made by `sgemm publish`; the next publish into this directory replaces "
+                                         "it whole\n")
+        _swap_in(built, html_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if offline_error is not None:
+        raise offline_error
+    return site

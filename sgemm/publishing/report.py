@@ -1,0 +1,261 @@
+"""Seed ladder reports: each seed worklog's table (kernel, TFLOP/s, % of cuBLAS, % of the GPU's peak, median SM
+clock) rebuilt from measurements on one GPU, with a plot of TFLOP/s against size per seed and precision.
+
+Measurements come from what `asv run` recorded for one machine, or from a fresh run of the cases on this GPU; both
+become `Point`s, and the tables and plots are made from those alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .. import asvsuite
+from ..catalogue import Kernel, Seed, baseline
+from ..figures import Figures
+from ..gpu import Gpu
+
+SM_CLOCK_NOTE = (
+    "Median SM clock: the median, over the timed samples, of the SM clock NVBench read for each sample. NVBench does "
+    "not ask the driver for it: it divides the cycles counted on SM 0 (clock64) by the nanoseconds of the GPU's "
+    "global timer (%globaltimer) between a timestamp kernel queued just before the timed launch and one just after "
+    "it, so the figure is an estimate from two counters and can read a little above the GPU's maximum SM clock "
+    "(e.g. 1986 MHz on an H100 whose maximum is 1980 MHz).")
+
+
+class ReportError(RuntimeError):
+    """The measurements asked for cannot be found or read; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One kernel at one square size."""
+
+    kernel: str
+    size: int
+    tflops: float
+    sm_clock_mhz: float
+
+
+def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) -> tuple[list[Point], str, dict]:
+    """The Gemm figures of one machine's run: of the newest commit (asv dates a run by its commit), or of the commit
+    whose hash starts with `commit`.
+
+    Returns the points, the commit hash, and the machine's asv entry (its facets).
+    """
+    machine_dir = Path(results_dir) / machine
+    if not (machine_dir / "machine.json").is_file():
+        known = sorted(p.parent.name for p in Path(results_dir).glob("*/machine.json"))
+        raise ReportError(f"no asv results for machine {machine!r} in {results_dir} (machines there: "
+                          f"{', '.join(known) or 'none'})")
+    try:
+        found = [r for r in asvsuite.runs(Path(results_dir), machine) if r.values(asvsuite.GEMM, asvsuite.TFLOPS)]
+        facets = json.loads((machine_dir / "machine.json").read_text())
+    except (OSError, ValueError, KeyError) as exc:
+        raise ReportError(f"cannot read the asv results in {machine_dir}: {exc}") from exc
+    if commit:
+        found = [r for r in found if r.commit.startswith(commit)]
+    if not found:
+        raise ReportError(f"no Gemm results for machine {machine!r}" + (f" at commit {commit}" if commit else ""))
+    run = found[-1]
+    clocks = run.values(asvsuite.GEMM, asvsuite.SM_CLOCK)
+    points = []
+    for case, rate in run.values(asvsuite.GEMM, asvsuite.TFLOPS).items():
+        if rate is None or math.isnan(rate):
+            continue
+        clock = clocks.get(case)
+        points.append(Point(case.kernel, case.shape[0], rate, math.nan if clock is None else clock))
+    return points, run.commit, facets
+
+
+def points_from_cases(results: dict) -> list[Point]:
+    """Points from `record.run_cases` output (square cases only; failed cases are left out)."""
+    # The median, as asv keeps for track_sm_clock: a report from a fresh run reads like one from asv results.
+    return [Point(r.kernel, r.m, r.tflops, r.median_sm_clock_mhz) for r in results.values()
+            if not isinstance(r, BaseException) and r.m == r.n == r.k]
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str  # the seed's own name for the step
+    kernel: str
+    figures: Figures
+
+
+def seed_kernels(seed: Seed, kernels: dict[str, Kernel]) -> list[tuple[str, Kernel]]:
+    """(the seed's label, kernel) for every step of the seed's ladder, in catalogue order."""
+    return [(origin.label, kernel) for kernel in kernels.values() for origin in kernel.origins
+            if origin.seed == seed.file]
+
+
+def ladder(seed: Seed, precision: str, size: int, points: list[Point], kernels: dict[str, Kernel],
+           gpu: Gpu) -> list[Row]:
+    """The seed's table for one precision at one size, cuBLAS first; steps with no measurement show as None."""
+    at_size = {p.kernel: p for p in points if p.size == size}
+    cublas = baseline(precision, kernels)
+    reference = at_size.get(cublas.name)
+    peak = gpu.peak_tflops(precision)
+    steps = [(label, kernel) for label, kernel in seed_kernels(seed, kernels) if kernel.precision == precision]
+    if not steps:
+        return []
+    if not any(kernel.library for _, kernel in steps):
+        steps.insert(0, ("cuBLAS", cublas))
+    rows = []
+    for label, kernel in steps:
+        point = at_size.get(kernel.name)
+        rows.append(Row(label, kernel.name, Figures.of(point.tflops if point else None,
+                                                       reference.tflops if reference else None, peak,
+                                                       point.sm_clock_mhz if point else None)))
+    return rows
+
+
+def markdown_table(rows: list[Row]) -> str:
+    lines = ["| step | kernel | TFLOP/s | % of cuBLAS | % of peak | median SM clock (MHz) |",
+             "| :--- | :--- | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {r.label} | `{r.kernel}` | " + " | ".join(r.figures.texts()) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+# 11 markers against 9 colours: the cycles are coprime, so no two of the first 99 series share a colour and a marker.
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
+_LINESTYLES = ("-", "--", ":")
+
+
+def palette() -> list[str]:
+    """Colours for series that must tell apart; needs matplotlib."""
+    # tab10 less its grey, which a reader could take for cuBLAS's black.
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    return [to_hex(colour) for index, colour in enumerate(colormaps["tab10"].colors) if index != 7]
+
+
+def series_styles(names: list[str]) -> dict[str, dict]:
+    """matplotlib line keywords per kernel, in the order given: cuBLAS black and thicker, every other kernel its own
+    (colour, marker) pair, with the line style changing each time the colours come round again."""
+    colours = palette()
+    styles, others = {}, 0
+    for name in names:
+        if name in styles:
+            continue
+        if name.endswith("/cublas"):
+            styles[name] = {"color": "#000000", "marker": "*", "markersize": 10, "linestyle": "-", "linewidth": 3.0,
+                            "zorder": 3}
+            continue
+        # Hollow markers: where two kernels measure the same (e.g. pitched and double_buffer_split_b), both shapes
+        # still show, one inside the other.
+        styles[name] = {"color": colours[others % len(colours)], "marker": _MARKERS[others % len(_MARKERS)],
+                        "markersize": 7, "markerfacecolor": "none", "markeredgewidth": 1.6,
+                        "linestyle": _LINESTYLES[others // len(colours) % len(_LINESTYLES)], "linewidth": 1.5,
+                        "zorder": 2}
+        others += 1
+    return styles
+
+
+def size_tick_labels(sizes: list[int]) -> list[str]:
+    """A label per size (ascending), dropped a line where it would run into its neighbour's on a log axis (1000 and
+    1024 lie 0.03 octave apart)."""
+    if not sizes:
+        return []
+    span = max(1.0, math.log2(sizes[-1] / sizes[0]))
+    labels, lowered = [str(sizes[0])], False
+    for before, size in zip(sizes, sizes[1:]):
+        lowered = math.log2(size / before) < 0.1 * span and not lowered
+        labels.append(("\n" if lowered else "") + str(size))
+    return labels
+
+
+def ladder_figure(title: str, kernel_names: list[str], points: list[Point]):
+    """The plot of `plot_ladder` as a matplotlib Figure (ImportError without matplotlib)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import NullLocator
+
+    figure = Figure(figsize=(11, 5.5), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    styles = series_styles(kernel_names)
+    for name, style in styles.items():
+        series = sorted((p.size, p.tflops) for p in points if p.kernel == name and not math.isnan(p.tflops))
+        if series:
+            sizes, rates = zip(*series)
+            axes.plot(sizes, rates, label=name, **style)
+    axes.set_xscale("log", base=2)
+    shown = sorted({p.size for p in points if p.kernel in styles})
+    axes.set_xticks(shown, size_tick_labels(shown))
+    axes.xaxis.set_minor_locator(NullLocator())
+    axes.set_xlabel("M = N = K (log scale)")
+    axes.set_ylabel("TFLOP/s")
+    axes.set_ylim(bottom=0)
+    axes.set_title(title, fontsize=10)
+    axes.grid(True, alpha=0.3)
+    # Outside the axes, where no line can run under it; constrained layout makes room for it.
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8)
+    return figure
+
+
+def plot_ladder(path: Path, title: str, kernel_names: list[str], points: list[Point]) -> bool:
+    """TFLOP/s against size on a log-2 axis, one line per kernel (once each, in the order given). False when
+    matplotlib is missing (nothing is written)."""
+    try:
+        figure = ladder_figure(title, kernel_names, points)
+    except ImportError:
+        return False
+    figure.savefig(path, dpi=110)
+    return True
+
+
+def write_report(out_dir: Path, seeds: list[Seed], kernels: dict[str, Kernel], points: list[Point], gpu: Gpu,
+                 header: list[str]) -> list[Path]:
+    """README.md with every seed's tables, a PNG per seed and precision, and points.json; returns what was written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sizes = sorted({p.size for p in points})
+    written: list[Path] = []
+    plots_missing = False
+    body = [f"# Seed ladders on {gpu.name}", "", *header, "", SM_CLOCK_NOTE, ""]
+    for seed in seeds:
+        for precision in ("fp32", "fp16"):
+            size = seed.size if seed.size in sizes else (max(sizes) if sizes else seed.size)
+            rows = ladder(seed, precision, size, points, kernels, gpu)
+            if not rows:
+                continue
+            body += [f"## {seed.number} {precision.upper()}: {seed.title}", "",
+                     f"Seed `{seed.file}`, {size}x{size}x{size}.", "", markdown_table(rows), ""]
+            png = out_dir / f"{seed.number}-{precision}.png"
+            if plot_ladder(png, f"{seed.number} {precision.upper()} on {gpu.name}", [r.kernel for r in rows], points):
+                body += [f"![TFLOP/s against size]({png.name})", ""]
+                written.append(png)
+            else:
+                plots_missing = True
+    if plots_missing:
+        body += ["(Plots left out: matplotlib is not installed.)", ""]
+    readme = out_dir / "README.md"
+    readme.write_text("\n".join(body))
+    data = out_dir / "points.json"
+    data.write_text(json.dumps({"gpu": asdict(gpu), "points": [asdict(p) for p in points]}, indent=1))
+    return [readme, data, *written]
+
+
+def gpu_from_dict(entry: dict) -> Gpu:
+    """A Gpu as points.json holds it."""
+    return Gpu(str(entry["name"]), entry.get("compute_capability"), entry.get("sm_count"),
+               None if entry.get("max_sm_clock_mhz") is None else float(entry["max_sm_clock_mhz"]),
+               str(entry.get("driver", "unknown")), entry.get("memory_gib"), str(entry.get("card", "")))
+
+
+def point_from_dict(entry: dict) -> Point:
+    """A Point as points.json holds it (NaN for a clock that was not recorded)."""
+    clock = entry.get("sm_clock_mhz")
+    return Point(str(entry["kernel"]), int(entry["size"]), float(entry["tflops"]),
+                 math.nan if clock is None else float(clock))
+
+
+def read_points(path: Path) -> tuple[Gpu, list[Point]]:
+    """The GPU and points of a points.json that write_report wrote, so a report can be redrawn without the GPU."""
+    try:
+        data = json.loads(Path(path).read_text())
+        return gpu_from_dict(data["gpu"]), [point_from_dict(entry) for entry in data["points"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ReportError(f"cannot read the points of a seed ladder report from {path}: {exc!r}") from exc

@@ -1,0 +1,101 @@
+"""Between-round noise learned from asv results: the pooled spread of round medians within runs (a known answer on
+results written through asv's API), the file's round trip, and files that must not be trusted."""
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from sgemm.judging import noise
+from sgemm.asvsuite import GEMM, ROUND_TIME, SHAPES, TIME
+from sgemm.judging.verdict import Noise
+
+from conftest import write_asv_run
+
+NAIVE, FLOAT4, SWEEP = ("naive", 64, "fp32"), ("float4", 64, "fp32"), ("fp32/naive", "64x32x16")
+
+
+@pytest.fixture
+def history(tmp_path):
+    """Two runs of one machine: round medians whose logs are known exactly."""
+    e = math.exp
+    write_asv_run(tmp_path, "box", "a" * 40, 1_000, {
+        (GEMM, ROUND_TIME): {NAIVE: [e(0.0), e(0.01), e(-0.01)], FLOAT4: [1.0]},  # float4: one round, no spread
+        (GEMM, TIME): {NAIVE: [1.0] * 50},  # the samples of every round: not the between-round noise
+        (SHAPES, ROUND_TIME): {SWEEP: [e(0.0), e(0.04)]},
+    })
+    write_asv_run(tmp_path, "box", "b" * 40, 2_000, {(GEMM, ROUND_TIME): {NAIVE: [e(0.02), e(0.0)], FLOAT4: None}})
+    return tmp_path
+
+
+def test_the_noise_is_the_spread_of_round_medians_pooled_over_runs(history):
+    learned, runs = noise.learn(history, "box")
+    assert runs == 2
+    assert set(learned) == {"fp32/naive 64x64x64", "fp32/naive 64x32x16 (shape sweep)"}
+    # squares about each run's own mean: 0.0002 (three rounds) + 0.0002 (two rounds), on 2 + 1 degrees of freedom
+    naive = learned["fp32/naive 64x64x64"]
+    assert naive.df == 3 and naive.sd == pytest.approx(math.sqrt(0.0004 / 3))
+    sweep = learned["fp32/naive 64x32x16 (shape sweep)"]
+    assert sweep.df == 1 and sweep.sd == pytest.approx(math.sqrt(2 * 0.02 ** 2))
+
+
+def test_a_run_that_moved_as_a_whole_adds_no_noise(tmp_path):
+    """The level of each run is its own: a step between runs (a new commit, another card) is no round-to-round
+    noise."""
+    write_asv_run(tmp_path, "box", "a" * 40, 1_000, {(GEMM, ROUND_TIME): {NAIVE: [1.0, 1.0]}})
+    write_asv_run(tmp_path, "box", "b" * 40, 2_000, {(GEMM, ROUND_TIME): {NAIVE: [1.1, 1.1]}})
+    learned, _ = noise.learn(tmp_path, "box")
+    assert learned["fp32/naive 64x64x64"] == Noise(0.0, 2)
+
+
+def test_the_file_round_trips_for_its_machine(tmp_path, history):
+    learned, runs = noise.learn(history, "box")
+    path = noise.default_path(tmp_path / "repo", "box")
+    noise.write(path, "box", learned, runs)
+    data = json.loads(path.read_text())
+    assert data["machine"] == "box" and data["runs"] == 2
+    assert noise.read(path, "box") == {label: Noise(round(n.sd, 6), n.df) for label, n in learned.items()}
+
+
+def test_another_machines_noise_is_refused(tmp_path):
+    path = tmp_path / "noise.json"
+    noise.write(path, "nvidia-h200", {"fp32/naive 64x64x64": Noise(0.001, 4)}, 1)
+    with pytest.raises(noise.NoiseFileError, match="noise of machine 'nvidia-h200', not of 'nvidia-h100'"):
+        noise.read(path, "nvidia-h100")
+
+
+@pytest.mark.parametrize("content", ["not json", "[]", '{"machine": "box"}',
+                                     '{"machine": "box", "cases": {"x": {"sd": "wide"}}}'])
+def test_a_malformed_file_is_refused_naming_it(tmp_path, content):
+    path = tmp_path / "noise.json"
+    path.write_text(content)
+    with pytest.raises(noise.NoiseFileError, match="noise.json is not a noise file"):
+        noise.read(path, "box")
+
+
+def test_entries_with_no_degrees_of_freedom_are_left_out(tmp_path):
+    path = tmp_path / "noise.json"
+    path.write_text(json.dumps({"machine": "box", "cases": {"a": {"sd": 0.01, "df": 0}, "b": {"sd": 0.01, "df": 2}}}))
+    assert noise.read(path, "box") == {"b": Noise(0.01, 2)}
+
+
+def sgemm(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "sgemm", "noise", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_the_command_writes_the_machines_file_and_says_what_it_learned(tmp_path, history):
+    done = sgemm("--results", str(history), "--machine", "box", "--repo", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {tmp_path / 'noise' / 'box.json'}: 2 cases from 2 runs" in done.stdout
+    assert noise.read(tmp_path / "noise" / "box.json", "box")
+
+
+def test_the_command_refuses_results_it_cannot_learn_from(tmp_path):
+    missing = sgemm("--results", str(tmp_path), "--machine", "box", cwd=tmp_path)
+    assert missing.returncode == 2 and "has no results of machine 'box'" in missing.stderr
+    write_asv_run(tmp_path, "box", "a" * 40, 1_000, {(GEMM, ROUND_TIME): {NAIVE: [1.0]}})
+    one_round = sgemm("--results", str(tmp_path), "--machine", "box", cwd=tmp_path)
+    assert one_round.returncode == 2 and "recorded two rounds or more" in one_round.stderr
+    assert not (tmp_path / "noise").exists()

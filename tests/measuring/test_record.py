@@ -1,0 +1,192 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sgemm.measuring import record
+from sgemm.catalogue import get_kernel
+from sgemm.gpu import Gpu
+from sgemm.measuring.record import AsvCase, Case, CaseResult, skip_reason
+from sgemm.measuring.measure import FORBIDDEN_IN_CASE_IDS
+from sgemm.measuring.verify import VerificationError
+
+H100 = Gpu("NVIDIA H100 80GB HBM3", 90, 132)
+
+
+def result(**changes) -> CaseResult:
+    fields = dict(kernel="fp32/naive", m=1024, n=1024, k=1024, gpu="H100", relative_error=1e-7,
+                  samples_s=[0.002, 0.001, 0.003], sm_clock_mhz=[1980.0, 1970.0], telemetry={"power_w_mean": 400.0})
+    fields.update(changes)
+    return CaseResult(**fields)
+
+
+def test_figures_of_a_case():
+    r = result()
+    assert r.median_s == 0.002
+    assert r.tflops == pytest.approx(2 * 1024**3 / 0.002 / 1e12)
+    assert r.median_sm_clock_mhz == 1975.0  # the median of two clocks: their mean
+
+
+def test_a_result_survives_a_round_trip(tmp_path):
+    result().save(tmp_path / "r.json")
+    assert CaseResult.load(tmp_path / "r.json") == result()
+
+
+def test_skip_reasons():
+    old_gpu = Gpu("Tesla P100", 60, 56)
+    assert "needs compute capability 7.0" in skip_reason(get_kernel("fp32/naive"), 64, 64, 64, old_gpu)
+    assert "multiple of 4" in skip_reason(get_kernel("fp32/float4"), 64, 63, 64, H100)
+    assert skip_reason(get_kernel("fp32/float4"), 64, 64, 64, H100) is None
+
+
+@pytest.fixture
+def fake_measurements(monkeypatch):
+    calls = []
+
+    def run_cases(cases, device=0, progress=None):
+        calls.append(cases)
+        return {case.id: result(kernel=case.kernel.name, samples_s=[float(len(calls))]) for case in cases}
+
+    monkeypatch.setattr(record, "run_cases", run_cases)
+    return calls
+
+
+def test_an_asv_run_measures_each_case_once_per_round_for_all_its_methods(tmp_path, fake_measurements):
+    case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024)
+    assert case.result("time").samples_s == [1.0]
+    assert case.result("sm_clock").samples_s == [1.0]
+    assert case.result("power").samples_s == [1.0]
+    assert len(fake_measurements) == 1
+    # a method's second call is round 2: measured afresh by whichever method asks first, read by the others
+    assert case.result("power").samples_s == [2.0]
+    assert case.result("time").samples_s == [2.0]
+    assert len(fake_measurements) == 2
+    assert sorted(p.name for p in case.dir.glob("round-*.json")) == ["round-1.json", "round-2.json"]
+
+
+def test_rounds_are_keyed_explicitly_not_by_the_order_methods_run_in(tmp_path, fake_measurements):
+    # A method that runs twice before another reads round 1 afterwards all the same.
+    case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024)
+    assert [case.result("time").samples_s, case.result("time").samples_s] == [[1.0], [2.0]]
+    assert case.result("card").samples_s == [1.0]
+    assert case.result("card").samples_s == [2.0]
+    assert len(fake_measurements) == 2
+
+
+def test_a_failed_measurement_fails_the_benchmark_records_nothing_and_says_why(tmp_path, monkeypatch):
+    wrong = VerificationError("fp32/naive at 1024x1024x1024: relative error 0.0443 > 1e-05")
+    monkeypatch.setattr(record, "run_cases", lambda cases, device=0: {cases[0].id: wrong})
+    events = tmp_path / "events.jsonl"
+    monkeypatch.setenv("SGEMM_CASE_EVENTS", str(events))
+    monkeypatch.setenv("ASV_COMMIT", "c" * 40)
+    case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024)
+    with pytest.raises(VerificationError, match="relative error"):
+        case.result("time")
+    assert not list(case.dir.glob("round-*.json"))
+    assert json.loads(events.read_text()) == {
+        "commit": "c" * 40, "case": "fp32/naive/1024x1024x1024", "kind": "failed",
+        "reason": "wrong result: fp32/naive at 1024x1024x1024: relative error 0.0443 > 1e-05"}
+
+
+@pytest.mark.parametrize("error, reason", [
+    (record.BuildError("fp32/x: NVRTC could not compile fp32_x.cu:\nline 3: error: expected a ;\n\nmore"),
+     "compile error: fp32/x: NVRTC could not compile fp32_x.cu: / line 3: error: expected a ; / more"),
+    (RuntimeError("NVBench recorded no samples for fp16/cublas/8192x8192x8192: timeout (all samples throttled)"),
+     "no samples: NVBench recorded no samples for fp16/cublas/8192x8192x8192: timeout (all samples throttled)"),
+    (KeyError("x"), "KeyError: 'x'"),
+])
+def test_failure_reasons_a_report_can_show(error, reason):
+    assert record.failure_reason(error) == reason
+
+
+def test_a_shared_gpu_is_not_measured(tmp_path, monkeypatch):
+    from sgemm.measuring.telemetry import GpuProcess
+
+    monkeypatch.setattr(record, "nvml_handle", lambda device=0: "handle")
+    monkeypatch.setattr(record, "other_processes", lambda handle: [GpuProcess(4242, 1532, "python3")])
+    events = tmp_path / "events.jsonl"
+    monkeypatch.setenv("SGEMM_CASE_EVENTS", str(events))
+    monkeypatch.setattr(record, "run_cases", lambda cases, device=0: pytest.fail("measured beside another process"))
+    case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024)
+    with pytest.raises(record.SharedGpu, match=r"shared with pid 4242 \(python3, 1,532 MiB\)"):
+        case.result("time")
+    assert json.loads(events.read_text())["kind"] == "gpu shared"
+    assert not list(case.dir.glob("round-*.json"))
+
+
+def test_asv_skips_what_this_commit_or_kernel_cannot_do(tmp_path):
+    with pytest.raises(NotImplementedError, match="no fp32/not_yet kernel"):
+        record.asv_case(str(tmp_path), "fp32/not_yet", 1024, 1024, 1024)
+    with pytest.raises(NotImplementedError, match="multiple of 4"):
+        record.asv_case(str(tmp_path), "fp32/float4", 1001, 1001, 1001)
+
+
+def test_a_case_measured_earlier_in_the_run_is_read_without_cuda(tmp_path, monkeypatch, fake_measurements):
+    AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024).result("time")
+
+    def no_cuda(device=0):
+        raise AssertionError("CUDA must not be started to read a recorded case")
+
+    monkeypatch.setattr(record, "device_info", no_cuda)
+    assert record.asv_case(str(tmp_path), "fp32/naive", 1024, 1024, 1024).result("tflops").samples_s == [1.0]
+
+
+def test_case_ids_are_valid_nvbench_axis_values():
+    case_id = Case(get_kernel("fp32/naive"), 1000, 1028, 516).id
+    assert case_id == "fp32/naive/1000x1028x516"
+    assert not set(case_id) & set(FORBIDDEN_IN_CASE_IDS)
+
+
+@pytest.mark.gpu
+def test_run_cases_verifies_measures_and_records_telemetry():
+    # NVBench runs once per process: measure in a child of our own
+    code = """
+import json
+from sgemm.measuring import record
+from sgemm.catalogue import get_kernel
+cases = [record.Case(get_kernel("fp32/naive"), 256, 256, 256), record.Case(get_kernel("fp32/float4"), 256, 256, 256)]
+results = record.run_cases(cases)
+print(json.dumps({k: (vars(v) if isinstance(v, record.CaseResult) else repr(v)) for k, v in results.items()}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    for case_id in ("fp32/naive/256x256x256", "fp32/float4/256x256x256"):
+        r = results[case_id]
+        assert isinstance(r, dict), r
+        r = CaseResult(**r)
+        assert r.relative_error <= 1e-5 and r.median_s > 0 and 200 < r.median_sm_clock_mhz < 4000
+        assert r.telemetry["readings"] >= 2 and r.telemetry["power_w_mean"] > 0
+
+
+@pytest.mark.parametrize("cuda_says, count, driver, expected", [
+    ("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version", None, False,
+     "no usable CUDA GPU: no NVIDIA driver on this machine (libcuda.so.1 cannot be loaded)"),
+    ("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version", None, True,
+     "no usable CUDA GPU: the NVIDIA driver is older than the CUDA runtime CuPy was built for"),
+    (None, 1, True, "CUDA device 3 does not exist (1 visible)"),
+])
+def test_no_gpu_says_whether_the_driver_is_missing_or_too_old(monkeypatch, cuda_says, count, driver, expected):
+    """CuPy says "driver version is insufficient" where there is no driver at all: the reason must not send the
+    reader after the wrong fix."""
+    import ctypes
+
+    import cupy
+
+    from sgemm.measuring.record import NoGpuError, device_info
+
+    def load(name, *args, **kwargs):
+        if not driver:
+            raise OSError(f"{name}: cannot open shared object file")
+
+    def device_count():
+        if cuda_says:
+            raise RuntimeError(cuda_says)
+        return count
+
+    monkeypatch.setattr(ctypes, "CDLL", load)
+    monkeypatch.setattr(cupy.cuda.runtime, "getDeviceCount", device_count)
+    with pytest.raises(NoGpuError) as raised:
+        device_info(3)
+    assert str(raised.value).startswith(expected) and "insufficient" not in str(raised.value)

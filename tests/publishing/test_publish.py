@@ -1,0 +1,297 @@
+"""The whole published site of a results tree: asv's pages for real asv results of two GPU boxes (the
+`two_gpu_results` tree of conftest.py), the cross-GPU page linked from asv's navbar, every library vendored; a
+tree without Gemm results, and a directory that is no results tree; and the same through `sgemm publish`."""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sgemm.catalogue import load_catalogue
+from sgemm.publishing.publish import CROSS_GPU_DIR, CROSS_GPU_LABEL, SITE_MARKER, PublishError, publish_site
+from sgemm.publishing.site import CDN_ASSETS, PACKAGES
+
+KERNELS = load_catalogue()
+GPUS = ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
+NAV_LINK = f'<li class="sgemm-nav-link"><a href="gpus/index.html">{CROSS_GPU_LABEL}</a></li>'
+
+
+@pytest.fixture(scope="module")
+def two_gpu_site(two_gpu_results, npm_cache, tmp_path_factory):
+    """publish_site of the two-GPU tree, once for the module: (the Site, its HTML directory)."""
+    html_dir = tmp_path_factory.mktemp("two-gpu-site") / "html"
+    site = publish_site(two_gpu_results.repo, two_gpu_results.results, html_dir, KERNELS, ["Made: in a test"],
+                        npm_cache=npm_cache)
+    return site, html_dir
+
+
+@pytest.fixture(scope="module")
+def no_gemm_results(two_gpu_results, tmp_path_factory):
+    """A results tree of the same repository in which the one machine ran the Gpu class alone: no Gemm results."""
+    tree = two_gpu_results.copy(tmp_path_factory.mktemp("no-gemm") / "tree")
+    shutil.rmtree(tree.results)
+    tree.run(tree.H100, bench="bench_gpu")
+    return tree
+
+
+def navbar(index: Path) -> str:
+    text = index.read_text()
+    start = text.index('<ul class="nav navbar-nav navbar-left">')
+    return text[start:text.index("</ul>", start)]
+
+
+def external_loads(page: Path) -> list[str]:
+    """The URLs on the internet that a page's script and link tags load (a plain <a> link loads nothing)."""
+    return [url for url in re.findall(r'<(?:script|link)\b[^>]*\s(?:src|href)="([^"]*)"', page.read_text())
+            if re.match(r"(?:https?:)?//", url)]
+
+
+def sgemm(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sgemm", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_the_site_holds_asvs_history_of_both_gpus(two_gpu_site, two_gpu_results):
+    site, html_dir = two_gpu_site
+    assert site.html_dir == html_dir and site.cross_gpu_skipped == ""
+    index = json.loads((html_dir / "index.json").read_text())
+    assert index["params"]["gpu"] == GPUS  # a facet per GPU, from the machine entries
+    assert index["params"]["machine"] == ["nvidia-h100-80gb-hbm3", "nvidia-h200"]
+    assert index["params"]["compute_capability"] == ["9.0"]
+    assert list(index["revision_to_hash"].values()) == [two_gpu_results.commit]
+    assert {"bench_gemm.Gemm.track_tflops", "bench_gemm.Gemm.track_sm_clock", "bench_gpu.Gpu.track_sm_count",
+            "bench_gpu.Gpu.track_max_sm_clock"} <= set(index["benchmarks"])
+    assert (html_dir / "graphs" / "summary" / "bench_gemm.Gemm.track_tflops.json").is_file()
+
+
+def test_the_cross_gpu_page_is_in_the_site_and_linked_from_its_navbar(two_gpu_site):
+    site, html_dir = two_gpu_site
+    page_dir = html_dir / CROSS_GPU_DIR
+    assert site.cross_gpu == [page_dir / "README.md", page_dir / "index.html", page_dir / "points.json",
+                              page_dir / "fp32.png", page_dir / "fp16.png"]
+    assert all(path.is_file() for path in site.cross_gpu)
+    links = navbar(html_dir / "index.html")
+    assert links.count(NAV_LINK) == 1
+    assert links.index('href="#/regressions"') < links.index(NAV_LINK) < links.index('id="nav-li-graphdisplay"')
+
+    page = (page_dir / "index.html").read_text()
+    assert "<title>GEMM kernels across GPUs, 2048x2048x2048</title>" in page  # the size both GPUs measured
+    assert '<a href="../index.html">' in page and "<li>Made: in a test</li>" in page
+    assert '<th colspan="4">NVIDIA H100 80GB HBM3</th><th colspan="4">NVIDIA H200</th>' in page
+    assert ("<tr><td><code>fp32/naive</code></td><td>2.50</td><td>10.0</td><td>3.7</td><td>1757</td><td>3.75</td>"
+            "<td>10.0</td><td>5.6</td><td>1832</td></tr>") in page
+
+
+def test_every_cdn_file_of_the_site_is_vendored(two_gpu_site):
+    site, html_dir = two_gpu_site
+    index = html_dir / "index.html"
+    assert external_loads(index) == []
+    # The one address on the internet left is asv's "about" link, which loads nothing.
+    assert re.findall(r'(?:src|href)="(https?://[^"]*)"', index.read_text()) == \
+        ["https://github.com/airspeed-velocity/asv/"]
+    assert {(item.package, item.version) for item in site.vendored} == set(PACKAGES)
+    assert {item.url for item in site.vendored} == {asset.url for asset in CDN_ASSETS}
+    assert {item.page for item in site.vendored} == {"index.html"}
+    for item in site.vendored:
+        assert (html_dir / item.path).is_file(), item
+        assert f'"{item.path}"' in index.read_text()
+    for page in html_dir.rglob("*.html"):
+        assert external_loads(page) == [], page
+
+
+def test_a_size_can_be_chosen_for_the_cross_gpu_page(two_gpu_results, npm_cache, tmp_path):
+    site = publish_site(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", KERNELS, [], size=4096,
+                        npm_cache=npm_cache)
+    readme = (tmp_path / "html" / CROSS_GPU_DIR / "README.md").read_text()
+    assert site.cross_gpu and readme.startswith("# GEMM kernels across GPUs, 4096x4096x4096\n")
+    assert "| `fp32/float4` | - | - | - | - | 52.50 | 70.0 | 78.5 | 1834 |" in readme  # the H100 ran no 4096
+
+
+def test_a_directory_that_is_no_results_tree_is_refused_before_the_site_is_touched(two_gpu_results, tmp_path):
+    html_dir = tmp_path / "html"
+    html_dir.mkdir()
+    (html_dir / "index.html").write_text("the site as it was")
+    for results in (tmp_path / "empty", tmp_path / "missing", two_gpu_results.results / "nvidia-h200"):
+        if results.name == "empty":
+            results.mkdir()
+        with pytest.raises(PublishError, match=f"{re.escape(str(results))}: not an asv results tree "
+                                                r"\(no benchmarks.json\)"):
+            publish_site(two_gpu_results.repo, results, html_dir, KERNELS, [])
+    assert [path.name for path in html_dir.iterdir()] == ["index.html"]
+    assert (html_dir / "index.html").read_text() == "the site as it was"
+
+
+def test_a_tree_without_gemm_results_is_published_without_the_cross_gpu_page(no_gemm_results, npm_cache, tmp_path):
+    html_dir = tmp_path / "html"
+    site = publish_site(no_gemm_results.repo, no_gemm_results.results, html_dir, KERNELS, [], npm_cache=npm_cache)
+    assert site.cross_gpu == []
+    assert site.cross_gpu_skipped == f"no Gemm results for any machine in {no_gemm_results.results}"
+    assert not (html_dir / CROSS_GPU_DIR).exists()
+    assert "sgemm-nav-link" not in (html_dir / "index.html").read_text()
+    index = json.loads((html_dir / "index.json").read_text())
+    assert index["params"]["gpu"] == ["NVIDIA H100 80GB HBM3"]
+    assert set(index["benchmarks"]) >= {"bench_gpu.Gpu.track_sm_count", "bench_gpu.Gpu.track_max_sm_clock"}
+    assert {(item.package, item.version) for item in site.vendored} == set(PACKAGES)  # still vendored
+    assert external_loads(html_dir / "index.html") == []
+
+
+# --- sgemm publish -----------------------------------------------------------------------------------------------
+
+
+def test_sgemm_publish_builds_the_site_and_names_the_cross_gpu_page(two_gpu_results, npm_cache, tmp_path):
+    html_dir = tmp_path / "site"
+    done = sgemm("publish", "--results", str(two_gpu_results.results), "--html", str(html_dir), "--repo",
+                 str(two_gpu_results.repo), "--npm-cache", str(npm_cache), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"cross-GPU page: {html_dir / 'gpus' / 'index.html'}"
+    assert lines[1].startswith(f"site: {html_dir} ({len(CDN_ASSETS)} library tags now load vendored files;")
+    assert "warning" not in done.stderr and "Traceback" not in done.stderr
+    assert (html_dir / "gpus" / "index.html").is_file() and NAV_LINK in navbar(html_dir / "index.html")
+    assert external_loads(html_dir / "index.html") == []
+    readme = (html_dir / "gpus" / "README.md").read_text()
+    # Paths outside the directory the command ran in show as their last part: no scratch path of this box.
+    assert f"- Command: `sgemm publish --results {two_gpu_results.results.name} --html {html_dir.name}" in readme
+    assert f"from the asv results in `{two_gpu_results.results.name}`" in readme
+    assert str(tmp_path) not in readme and str(two_gpu_results.root) not in readme
+
+
+def test_sgemm_publish_warns_when_there_is_no_cross_gpu_page(no_gemm_results, npm_cache, tmp_path):
+    html_dir = tmp_path / "site"
+    done = sgemm("publish", "--results", str(no_gemm_results.results), "--html", str(html_dir), "--repo",
+                 str(no_gemm_results.repo), "--npm-cache", str(npm_cache), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == ("sgemm publish: warning: no cross-GPU page: no Gemm results for any machine in "
+                                   f"{no_gemm_results.results}")
+    assert "cross-GPU page:" not in done.stdout and done.stdout.startswith(f"site: {html_dir} (")
+    assert (html_dir / "index.html").is_file()
+
+
+def test_sgemm_publish_of_a_directory_that_is_no_results_tree_exits_2_with_one_line(two_gpu_results, tmp_path):
+    (tmp_path / "not-results").mkdir()
+    done = sgemm("publish", "--results", str(tmp_path / "not-results"), "--html", str(tmp_path / "site"), "--repo",
+                 str(two_gpu_results.repo), cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"sgemm publish: {tmp_path / 'not-results'}: not an asv results tree")
+    assert not (tmp_path / "site").exists()
+
+
+def test_sgemm_publish_with_a_repo_that_is_no_asv_project_exits_2_with_one_line(two_gpu_results, tmp_path):
+    done = sgemm("publish", "--results", str(two_gpu_results.results), "--html", str(tmp_path / "site"), "--repo",
+                 str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("sgemm publish: ")
+
+
+def test_a_repository_without_the_results_commits_is_refused_rather_than_an_empty_history(two_gpu_results, tmp_path):
+    # The same project, but a history that never held the commit the results were measured at.
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(two_gpu_results.repo / "asv.conf.json", other / "asv.conf.json")
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for command in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "another history"]):
+        subprocess.run(["git", "-C", str(other), *command], check=True, env={**env, "PATH": "/usr/bin:/bin"})
+    with pytest.raises(PublishError, match=r"none of the commits in .* is on the branches \['main'\] of .*other"):
+        publish_site(other, two_gpu_results.results, tmp_path / "html", KERNELS, [])
+
+
+# --- nothing but a site it made is ever replaced ------------------------------------------------------------------
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def other_history(two_gpu_results, root: Path) -> Path:
+    """The same project in a repository that never held the commit the results were measured at."""
+    other = root / "other"
+    other.mkdir()
+    shutil.copy(two_gpu_results.repo / "asv.conf.json", other / "asv.conf.json")
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "PATH": "/usr/bin:/bin"}
+    for command in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "another history"]):
+        subprocess.run(["git", "-C", str(other), *command], check=True, env=env)
+    return other
+
+
+def test_a_refused_publish_leaves_the_site_that_was_there_whole(two_gpu_site, two_gpu_results, tmp_path):
+    html_dir = tmp_path / "html"
+    shutil.copytree(two_gpu_site[1], html_dir)
+    before = files(html_dir)
+    assert SITE_MARKER in before
+    with pytest.raises(PublishError, match="none of the commits"):
+        publish_site(other_history(two_gpu_results, tmp_path), two_gpu_results.results, html_dir, KERNELS, [])
+    assert files(html_dir) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "html", "other"]  # no half-built site
+
+
+def test_a_site_it_made_is_replaced_whole(two_gpu_site, two_gpu_results, npm_cache, tmp_path):
+    html_dir = tmp_path / "html"
+    shutil.copytree(two_gpu_site[1], html_dir)
+    (html_dir / "stale.html").write_text("from an earlier publish")
+    site = publish_site(two_gpu_results.repo, two_gpu_results.results, html_dir, KERNELS, [], npm_cache=npm_cache)
+    assert site.html_dir == html_dir and site.cross_gpu[0] == html_dir / CROSS_GPU_DIR / "README.md"
+    assert not (html_dir / "stale.html").exists() and (html_dir / SITE_MARKER).is_file()
+    assert external_loads(html_dir / "index.html") == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "html"]
+
+
+@pytest.mark.parametrize("html, message", [
+    (lambda repo, results, tmp: repo, "is the repository"),
+    (lambda repo, results, tmp: repo.parent, "holds the repository"),
+    (lambda repo, results, tmp: results, "is the results"),
+    (lambda repo, results, tmp: results / "nvidia-h200", "lies inside the results"),
+    (lambda repo, results, tmp: repo / ".git" / "site", "lies inside the repository's .git"),
+    (lambda repo, results, tmp: tmp / "notes", "is not empty and is not a site `sgemm publish` made"),
+    (lambda repo, results, tmp: tmp / "notes" / "a.txt", "not a directory"),
+    (lambda repo, results, tmp: tmp / "no" / "such" / "html", "does not exist"),
+])
+def test_an_html_directory_that_would_lose_data_is_refused(two_gpu_results, tmp_path, html, message):
+    tree = two_gpu_results.copy(tmp_path / "tree")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("mine")
+    before = files(tmp_path)
+    with pytest.raises(PublishError, match=re.escape(message)):
+        publish_site(tree.repo, tree.results, html(tree.repo, tree.results, tmp_path), KERNELS, [])
+    assert files(tmp_path).items() >= before.items()
+    assert all(name.endswith(".sgemm-lock") for name in set(files(tmp_path)) - set(before))
+
+
+def test_the_npm_cache_inside_the_site_is_refused(two_gpu_results, tmp_path):
+    with pytest.raises(PublishError, match="holds the npm cache"):
+        publish_site(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", KERNELS, [],
+                     npm_cache=tmp_path / "html" / "cache")
+
+
+def test_a_size_no_gpu_measured_is_refused_before_anything_is_built(two_gpu_results, tmp_path):
+    with pytest.raises(PublishError, match=r"--size 12345: no GPU in .* measured that size \(measured: 1024, 2048, "
+                                           r"4096\)"):
+        publish_site(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", KERNELS, [], size=12345)
+    assert [p.name for p in tmp_path.iterdir()] == [".html.sgemm-lock"]
+
+
+def test_a_publish_waits_for_the_lock_of_its_site(two_gpu_results, npm_cache, tmp_path):
+    import threading
+
+    from sgemm.publishing.merge import locked
+
+    html_dir = tmp_path / "html"
+    finished = threading.Event()
+
+    def publish():
+        publish_site(two_gpu_results.repo, two_gpu_results.results, html_dir, KERNELS, [], npm_cache=npm_cache)
+        finished.set()
+
+    with locked(exclusive=[html_dir]):
+        worker = threading.Thread(target=publish)
+        worker.start()
+        assert not finished.wait(1.0), "the publish ran while another held the site's lock"
+        assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock"]
+    worker.join(120)
+    assert finished.is_set() and (html_dir / SITE_MARKER).is_file()
