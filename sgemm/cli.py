@@ -482,9 +482,7 @@ def _report_across_gpus(args, kernels) -> int:
 
 
 def cmd_report(args) -> int:
-    import datetime
-
-    from .publishing.report import ReportError, points_from_asv, points_from_cases, seed_kernels, write_report
+    from .publishing.report import ReportError, header_lines, measured_points, points_from_asv, write_report
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
         print(f"sgemm report: --out {args.out} is a file: name a directory", file=sys.stderr)
@@ -523,30 +521,11 @@ def cmd_report(args) -> int:
         source = f"asv results of machine `{machine}`, commit {commit[:12]}"
     else:
         info = device_info(args.device)  # NoGpuError says why there is no GPU to measure on
-        live = _live_gpu(args.device)
-        wanted = {k.name for seed in seeds for _, k in seed_kernels(seed, kernels)}
-        wanted |= {catalogue.baseline(k.precision, kernels).name for k in kernels.values() if k.name in wanted}
-        sizes = args.size or catalogue.default_sizes()
-        cases = [Case(kernels[name], s, s, s) for name in kernels if name in wanted for s in sizes
-                 if not skip_reason(kernels[name], s, s, s, info)]
-        from .measuring.record import run_cases
-
-        results = run_cases(cases, args.device,
-                            lambda i, case: print(f"[{i + 1}/{len(cases)}] {case.id}", file=sys.stderr))
-        for case_id, outcome in results.items():
-            if isinstance(outcome, BaseException):
-                print(f"sgemm report: {case_id} left out: {str(outcome).splitlines()[0]}", file=sys.stderr)
-        points, gpu = points_from_cases(results), live
+        gpu = _live_gpu(args.device) or info
+        points = measured_points(seeds, kernels, args.size or catalogue.default_sizes(), info, args.device,
+                                 lambda line: print(f"sgemm report: {line}", file=sys.stderr))
         source = "a fresh measurement on this GPU (NVBench, after an FP64 check of every kernel)"
-    header = [
-        f"- Report made: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"- GPU: {gpu.name}" + (f", {gpu.sm_count} SMs, max SM clock {gpu.max_sm_clock_mhz:.0f} MHz"
-                                if gpu.sm_count and gpu.max_sm_clock_mhz else ""),
-        f"- Driver (of the box that made the report): {gpu.driver}",
-        f"- Source: {source}",
-        f"- Command: `{_command_line(args)}`",
-        "- % of peak: dense FP32 (FP16 tensor-core with FP32 accumulate) rate at the maximum SM clock.",
-    ]
+    header = header_lines(gpu, source, _command_line(args))
     for path in write_report(Path(args.out), seeds, kernels, points, gpu, header):
         print(f"wrote {path}")
     return 0

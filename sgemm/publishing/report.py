@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -68,6 +69,38 @@ def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) 
         clock = clocks.get(case)
         points.append(Point(case.kernel, case.shape[0], rate, math.nan if clock is None else clock))
     return points, run.commit, facets
+
+
+def measured_points(seeds: list[Seed], kernels: dict[str, Kernel], sizes: list[int], gpu: Gpu, device: int,
+                    say: Callable[[str], None]) -> list[Point]:
+    """Every step of the seeds' ladders, and their precisions' baselines, measured now at the square sizes this GPU
+    can run (each after its FP64 check); `say` is told of each case as it starts and of each left out, and why."""
+    from ..measuring.record import Case, run_cases, skip_reason
+
+    wanted = {k.name for seed in seeds for _, k in seed_kernels(seed, kernels)}
+    wanted |= {baseline(k.precision, kernels).name for k in kernels.values() if k.name in wanted}
+    cases = [Case(kernels[name], size, size, size) for name in kernels if name in wanted for size in sizes
+             if not skip_reason(kernels[name], size, size, size, gpu)]
+    results = run_cases(cases, device, lambda i, case: say(f"[{i + 1}/{len(cases)}] {case.id}"))
+    for case_id, outcome in results.items():
+        if isinstance(outcome, BaseException):
+            say(f"{case_id} left out: {str(outcome).splitlines()[0]}")
+    return points_from_cases(results)
+
+
+def header_lines(gpu: Gpu, source: str, command: str) -> list[str]:
+    """A report's opening lines: when, on which GPU and driver, from what, by which command."""
+    import datetime
+
+    return [
+        f"- Report made: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"- GPU: {gpu.name}" + (f", {gpu.sm_count} SMs, max SM clock {gpu.max_sm_clock_mhz:.0f} MHz"
+                                if gpu.sm_count and gpu.max_sm_clock_mhz else ""),
+        f"- Driver (of the box that made the report): {gpu.driver}",
+        f"- Source: {source}",
+        f"- Command: `{command}`",
+        "- % of peak: dense FP32 (FP16 tensor-core with FP32 accumulate) rate at the maximum SM clock.",
+    ]
 
 
 def points_from_cases(results: dict) -> list[Point]:

@@ -6,11 +6,12 @@ import math
 import pytest
 
 from sgemm.catalogue import load_catalogue, seeds
-from sgemm.measuring.record import CaseResult
 from sgemm.gpu import Gpu
-from sgemm.publishing.report import (SM_CLOCK_NOTE, Point, ReportError, ladder, ladder_figure, markdown_table,
-                          plot_ladder, points_from_asv, points_from_cases, read_points, seed_kernels, series_styles,
-                          size_tick_labels, write_report)
+from sgemm.measuring import record
+from sgemm.measuring.record import CaseResult
+from sgemm.publishing.report import (SM_CLOCK_NOTE, Point, ReportError, header_lines, ladder, ladder_figure,
+                                     markdown_table, measured_points, plot_ladder, points_from_asv, points_from_cases,
+                                     read_points, seed_kernels, series_styles, size_tick_labels, write_report)
 
 KERNELS = load_catalogue()
 SEEDS = {seed.number: seed for seed in seeds()}
@@ -200,3 +201,34 @@ def test_the_ladder_png_is_written(seed_002, tmp_path):
     names, points = seed_002
     assert plot_ladder(tmp_path / "002.png", "002 FP32", names, points)
     assert (tmp_path / "002.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_fresh_report_measures_the_ladders_steps_and_baselines_this_gpu_can_run(monkeypatch):
+    asked = []
+
+    def run_cases(cases, device, progress):
+        asked.extend(case.id for case in cases)
+        for index, case in enumerate(cases):
+            progress(index, case)
+        return {case.id: (RuntimeError("no samples\nmore") if case.kernel.name == "fp32/naive" else
+                          CaseResult([1e-3], [1980.0], case.kernel.name, case.m, case.n, case.k, "H100", 0.0))
+                for case in cases}
+
+    monkeypatch.setattr(record, "run_cases", run_cases)
+    said = []
+    volta = Gpu("Tesla V100", 70, 80)  # below the FP16 kernels' compute capability 8.0
+    points = measured_points([SEEDS["001"]], KERNELS, [64], volta, 0, said.append)
+    steps = {kernel.name for _, kernel in seed_kernels(SEEDS["001"], KERNELS)}
+    runnable = {name for name in steps | {"fp32/cublas", "fp16/cublas"}
+                if KERNELS[name].min_compute_capability <= 70 and not KERNELS[name].shape_problem(64, 64, 64)}
+    assert {case_id.rsplit("/", 1)[0] for case_id in asked} == runnable
+    assert {p.kernel for p in points} == runnable - {"fp32/naive"}
+    assert said[0] == f"[1/{len(asked)}] {asked[0]}" and "fp32/naive/64x64x64 left out: no samples" in said
+
+
+def test_the_header_says_when_where_from_what_and_how():
+    lines = header_lines(H100, "asv results of machine `h100`", "sgemm report --out docs/h100")
+    assert lines[1] == "- GPU: NVIDIA H100 80GB HBM3, 132 SMs, max SM clock 1980 MHz"
+    assert lines[2:5] == ["- Driver (of the box that made the report): 580.159.04",
+                          "- Source: asv results of machine `h100`", "- Command: `sgemm report --out docs/h100`"]
+    assert header_lines(Gpu("some GPU"), "x", "y")[1] == "- GPU: some GPU"
