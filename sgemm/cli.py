@@ -51,6 +51,12 @@ def _integer_at_least(lowest: int, what: str):
 
 
 _size = _integer_at_least(1, "a size")
+
+
+def _gpu_count(text: str) -> str:
+    if text != "all" and not (text.isdigit() and int(text) >= 1):
+        raise argparse.ArgumentTypeError(f"--gpus takes a number of GPUs (at least 1) or 'all', got {text!r}")
+    return text
 _commit_count = _integer_at_least(1, "--first")
 _device = _integer_at_least(0, "a device index")
 
@@ -329,8 +335,10 @@ def cmd_gate(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from .history import HistoryError, plan, run
+    from .history import HistoryError, plan, run, run_sharded, shard_plan
     from .machine import detect_identity, machine_entry, machine_name, write_machine_file
+    from .measuring.telemetry import TelemetryUnavailable, box_gpus
+    from .shards import ShardError, identical_gpus
 
     repo = Path(args.repo).resolve()
     if not (repo / "asv.conf.json").is_file():
@@ -349,12 +357,34 @@ def cmd_history(args) -> int:
     except HistoryError as exc:
         print(f"sgemm history: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    for line in chosen.describe():
+    shards, uuids = [], []
+    if not gpu and args.gpus != "1":
+        print(f"sgemm history: --gpus {args.gpus} left aside: no GPU here", file=sys.stderr)
+    if gpu and args.gpus != "1":
+        try:
+            found = box_gpus()
+            indices = identical_gpus([model for model, _ in found])
+        except (TelemetryUnavailable, ShardError) as exc:
+            print(f"sgemm history: --gpus {args.gpus}: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        count = len(indices) if args.gpus == "all" else int(args.gpus)
+        if count > len(indices):
+            print(f"sgemm history: --gpus {count}: this box has {len(indices)}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        shards = shard_plan(repo, Path(args.results).resolve(), machine, indices[:count])
+        uuids = [uuid for _, uuid in found]
+    for line in chosen.describe(len(shards) or 1):
         print(f"sgemm history: {line}", file=sys.stderr)
     if args.dry_run:
         return EXIT_OK
     write_machine_file(machine_entry(identity, machine))  # asv asks interactively for a machine it does not know
-    measured = run(repo, chosen)
+    results, work = Path(args.results).resolve(), Path(args.work or repo / ".asv" / "history").resolve()
+    if shards:
+        measured = run_sharded(repo, chosen, results, shards, uuids, work)
+    else:
+        measured = run(repo, chosen, results, work)
+    if args.no_site:
+        return EXIT_FAILED if measured else EXIT_OK
     if measured != 0:
         print(f"sgemm history: asv run exited {measured}; publishing what was recorded", file=sys.stderr)
     published = cmd_publish(args)
@@ -610,11 +640,16 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("--first", type=_commit_count, default=1, help="commits a machine's first run measures, newest "
                          "first (default 1: the head of the branch; the full suite takes about 8 minutes a commit "
                          "on an H100)")
+    history.add_argument("--gpus", type=_gpu_count, default="1", help="how many of the box's GPUs to spread each "
+                         "commit's cases over, or 'all' (they must be one model; default 1)")
     history.add_argument("--results", default="results", help="asv results directory (default: results)")
     history.add_argument("--html", default="html", help="the site's directory (default: html)")
     history.add_argument("--repo", default=".", help="the repository (default: the current directory)")
     history.add_argument("--machine", type=_machine_name, help="asv machine name (default: from the GPU model)")
     history.add_argument("--npm-cache", help="folder of the site libraries' npm tarballs (needed offline)")
+    history.add_argument("--work", help="asv's environments and each GPU's shard (default: REPO/.asv/history)")
+    history.add_argument("--no-site", action="store_true", help="measure only (the site is built elsewhere, e.g. "
+                         "from the results of several boxes)")
     history.add_argument("--dry-run", action="store_true", help="say what would be measured; measure nothing")
     history.set_defaults(size=None)
     publish = add("publish", cmd_publish, "build the static site of a results tree: asv publish, the cross-GPU "

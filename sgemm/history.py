@@ -17,14 +17,19 @@ module chooses what it runs, says beforehand how long that should take, and leav
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import asvsuite
+from . import asvsuite, catalogue
+from .asvconf import write_asv_config
+from .atomic import write_atomically
+from .shards import Shard, assign, recorded_costs, write_joined
 
 DEFAULT_FIRST = 1
 BRANCH = "main"  # asv.conf.json's branch
@@ -48,14 +53,14 @@ class Plan:
     left_out: tuple[str, ...]  # suites this box cannot run, in words
     seconds_per_commit: float | None  # from this machine's newest run, when there is one
 
-    def describe(self) -> list[str]:
+    def describe(self, gpus: int = 1) -> list[str]:
         lines = [f"machine {self.machine}: {len(self.commits)} commit{'s' if len(self.commits) != 1 else ''} to "
                  f"measure" + (f" ({', '.join(c[:8] for c in self.commits[:5])}"
                                f"{', ...' if len(self.commits) > 5 else ''})" if self.commits else "")]
         if self.seconds_per_commit and self.commits:
-            minutes = self.seconds_per_commit * len(self.commits) / 60
+            minutes = self.seconds_per_commit * len(self.commits) / 60 / gpus
             lines.append(f"expected: about {minutes:.0f} min ({self.seconds_per_commit / 60:.1f} min a commit in "
-                         "this machine's last run)")
+                         "this machine's last run" + (f", spread over {gpus} GPUs)" if gpus > 1 else ")"))
         elif self.commits:
             lines.append("expected: no run of this machine to go by; " + (
                 "the resource suite took about 1 minute a commit on a 2-core CPU box" if self.left_out else
@@ -114,19 +119,105 @@ def library_path(site_dirs: str) -> str:
     return os.pathsep.join(found + [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p])
 
 
-def run(repo: Path, chosen: Plan, record_samples: bool = True) -> int:
-    """`asv run` of the plan, its progress shown as asv prints it; returns asv's exit status."""
+def _asv_environment() -> dict[str, str]:
+    site_dirs = cuda_site()
+    return dict(os.environ, SGEMM_CUDA_SITE=site_dirs, LD_LIBRARY_PATH=library_path(site_dirs))
+
+
+def _asv_run(chosen: Plan, hashes: Path) -> list[str]:
+    """asv run of exactly the plan's commits (HASHFILE: asv's own way to be given them), every sample kept."""
+    return [sys.executable, "-m", "asv", "run", f"HASHFILE:{hashes}", "--machine", chosen.machine, "--show-stderr",
+            "--record-samples"]
+
+
+def run(repo: Path, chosen: Plan, results_dir: Path, work_dir: Path) -> int:
+    """`asv run` of the plan into `results_dir` (asv's environments under `work_dir`), its progress shown as asv
+    prints it; returns asv's exit status."""
     if not chosen.commits:
         return 0
-    site_dirs = cuda_site()
-    env = dict(os.environ, SGEMM_CUDA_SITE=site_dirs, LD_LIBRARY_PATH=library_path(site_dirs))
+    work_dir.mkdir(parents=True, exist_ok=True)
+    config = write_asv_config(repo, work_dir / "asv.conf.json", results_dir=results_dir, env_dir=work_dir / "env",
+                              html_dir=work_dir / "html")
     with tempfile.TemporaryDirectory(prefix="sgemm-history-") as scratch:
-        hashes = Path(scratch) / "commits"  # asv's own way to be given exact commits
+        hashes = Path(scratch) / "commits"
         hashes.write_text("\n".join(chosen.commits) + "\n")
-        command = [sys.executable, "-m", "asv", "run", f"HASHFILE:{hashes}", "--machine", chosen.machine,
-                   "--skip-existing-commits", "--show-stderr"]
-        if record_samples:
-            command.append("--record-samples")
+        command = _asv_run(chosen, hashes) + ["--config", str(config), "--skip-existing-commits"]
         if chosen.bench:
             command += ["--bench", chosen.bench]
-        return subprocess.run(command, cwd=repo, env=env).returncode
+        return subprocess.run(command, cwd=repo, env=_asv_environment()).returncode
+
+
+# --- Several identical GPUs ----------------------------------------------------------------------------------------
+
+# The suites that are not cases of kernels (the GPU's facts, the resource compile) run with the first shard.
+NOT_CASES = (r"^bench_gpu\.", r"^bench_resources\.")
+PROGRESS_EVERY_S = 60
+
+
+def suite_cases(repo: Path) -> list[asvsuite.SuiteCase]:
+    """Every case of the working tree's suite."""
+    path = repo / "sgemm" / "catalogue.toml"
+    kernels = catalogue.load_catalogue(path, repo / "kernels")
+    sweep_kernels, sweep_shapes = catalogue.sweep(path)
+    return asvsuite.cases_for(tuple(kernels), catalogue.default_sizes(path), sweep_kernels, sweep_shapes)
+
+
+def shard_plan(repo: Path, results_dir: Path, machine: str, gpus: list[int]) -> list[Shard]:
+    """The suite's cases over these GPUs, balanced by the costs of the machine's newest run."""
+    found = asvsuite.runs(results_dir, machine) if (results_dir / machine).is_dir() else []
+    return assign(recorded_costs(found[-1] if found else None, suite_cases(repo)), gpus)
+
+
+def _last_progress(log: Path) -> str:
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("[")]
+    return lines[-1].strip()[:100] if lines else "starting"
+
+
+def run_sharded(repo: Path, chosen: Plan, results_dir: Path, shards: list[Shard], uuids: list[str],
+                work_dir: Path) -> int:
+    """One `asv run` per shard, all at once, each on its GPU alone (CUDA_VISIBLE_DEVICES by UUID) with its own
+    environments and results under `work_dir`; then each commit's shard results joined into `results_dir`.
+    Returns the worst asv exit status, or 1 when a shard recorded nothing of a commit (its log says why)."""
+    if not chosen.commits:
+        return 0
+    work_dir.mkdir(parents=True, exist_ok=True)
+    hashes = work_dir / "commits"
+    hashes.write_text("\n".join(chosen.commits) + "\n")
+    running = []
+    for shard in shards:
+        folder = work_dir / f"gpu-{shard.gpu}"
+        shutil.rmtree(folder / "results", ignore_errors=True)  # only this run's shards are joined
+        folder.mkdir(parents=True, exist_ok=True)
+        config = write_asv_config(repo, folder / "asv.conf.json", results_dir=folder / "results",
+                                  env_dir=folder / "env", html_dir=folder / "html")
+        command = _asv_run(chosen, hashes) + ["--config", str(config)]
+        for pattern in shard.bench_patterns() + (list(NOT_CASES) if shard is shards[0] else []):
+            command += ["--bench", pattern]
+        log = folder / "asv.log"
+        env = dict(_asv_environment(), CUDA_VISIBLE_DEVICES=uuids[shard.gpu])
+        with open(log, "w") as out:
+            running.append((shard, log, subprocess.Popen(command, cwd=repo, env=env, stdout=out,
+                                                         stderr=subprocess.STDOUT)))
+        print(f"sgemm history: GPU {shard.gpu}: {len(shard.cases)} cases, about {shard.seconds / 60:.0f} min a "
+              f"commit; asv's output in {log}", file=sys.stderr)
+    while any(process.poll() is None for _, _, process in running):
+        time.sleep(PROGRESS_EVERY_S)
+        print("sgemm history: " + "; ".join(f"GPU {shard.gpu} {_last_progress(log)}" for shard, log, _ in running),
+              file=sys.stderr)
+    status = max(process.returncode for _, _, process in running)
+    for commit in chosen.commits:
+        by_name: dict[str, list[Path]] = {}
+        for shard, log, _ in running:
+            files = sorted((work_dir / f"gpu-{shard.gpu}" / "results" / chosen.machine).glob(f"{commit[:8]}-*.json"))
+            if not files:
+                print(f"sgemm history: GPU {shard.gpu} recorded nothing of {commit[:8]}: see {log}", file=sys.stderr)
+                status = max(status, 1)
+            for path in files:
+                by_name.setdefault(path.name, []).append(path)
+        for name, files in by_name.items():
+            write_joined(files, results_dir / chosen.machine / name)
+    first = work_dir / f"gpu-{shards[0].gpu}" / "results"
+    for name in ("benchmarks.json", f"{chosen.machine}/machine.json"):  # as the run of one GPU would leave them
+        if (first / name).is_file():
+            write_atomically(results_dir / name, (first / name).read_bytes())
+    return status

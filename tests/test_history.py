@@ -104,3 +104,43 @@ def test_the_dry_run_says_what_it_would_measure_and_measures_nothing(repo):
 def test_bad_input_is_refused_before_anything_runs(repo, tmp_path, args, message):
     done = sgemm_history(*[a.replace("{tmp}", str(tmp_path)) for a in args], "--machine", "box", cwd=repo)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+
+
+# --- Sharded: real asv runs of a synthetic suite, two shards at once, joined --------------------------------------
+
+def test_two_shards_run_at_once_and_join_into_the_run_of_one_gpu(two_gpu_results, tmp_path, monkeypatch):
+    import json
+
+    from conftest import GpuResultsTree
+    from sgemm.asvsuite import SuiteCase
+    from sgemm.shards import Shard, _row
+
+    box = GpuResultsTree.H200
+    tree = two_gpu_results.copy(tmp_path / "tree")
+    # Virtualenvs as on a GPU box (asv takes no commits for an existing environment), with nothing to build: the
+    # synthetic suite needs nothing but the standard library.
+    conf = json.loads((tree.repo / "asv.conf.json").read_text())
+    conf.update(environment_type="virtualenv", matrix={}, build_command=[], install_command=[],
+                uninstall_command=[])
+    (tree.repo / "asv.conf.json").write_text(json.dumps(conf))
+    whole = next(p for p in (two_gpu_results.results / box.machine).glob("*.json") if p.name != "machine.json")
+    results = tmp_path / "results"
+    monkeypatch.setenv("HOME", str(tree.home))
+    for name, value in box.environment().items():
+        monkeypatch.setenv(name, value)
+    cases = [SuiteCase.square(f"{precision}/{kernel}", size) for kernel in ("cublas", "naive", "float4")
+             for size in (1024, 2048, 4096) for precision in ("fp32", "fp16")]
+    shards = [Shard(0, tuple(c for c in cases if c.kernel.endswith("float4")), 1.0),
+              Shard(1, tuple(c for c in cases if not c.kernel.endswith("float4")), 1.0)]
+    chosen = history.Plan(box.machine, (tree.commit,), None, (), None)
+    status = history.run_sharded(tree.repo, chosen, results, shards, ["GPU-a", "GPU-b"], tmp_path / "work")
+    assert status == 0, (tmp_path / "work" / "gpu-0" / "asv.log").read_text()[-2000:]
+    [written] = [p for p in (results / box.machine).glob("*.json") if p.name != "machine.json"]
+    assert written.name.startswith(tree.commit[:8])  # one file for the commit, as one GPU's run writes
+    joined = json.loads(written.read_text())
+    single = json.loads(whole.read_text())
+    assert set(joined["results"]) == set(single["results"])  # the GPU facts came with the first shard
+    for name in single["results"]:
+        assert [_row(joined, name)[c] for c in ("result", "samples")] == \
+            [_row(single, name)[c] for c in ("result", "samples")], name
+    assert (results / "benchmarks.json").is_file() and (results / box.machine / "machine.json").is_file()

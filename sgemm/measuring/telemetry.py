@@ -64,6 +64,14 @@ def _nvml():
     return pynvml
 
 
+def box_gpus() -> list[tuple[str, str]]:
+    """(model, UUID) of every GPU NVML sees, in its order. CUDA_VISIBLE_DEVICES takes the UUID, which names one card
+    whatever order CUDA would number them in."""
+    pynvml = _nvml()
+    handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+    return [(_text(pynvml.nvmlDeviceGetName(h)), _text(pynvml.nvmlDeviceGetUUID(h))) for h in handles]
+
+
 def nvml_handle(cuda_device: int | None = 0):
     """The NVML handle of a CUDA device (by PCI bus id), or of NVML's device 0 when CUDA is not usable here."""
     pynvml = _nvml()
