@@ -100,6 +100,7 @@ def test_the_dry_run_says_what_it_would_measure_and_measures_nothing(repo):
 @pytest.mark.parametrize("args, message", [
     (["--first", "0"], "--first must be at least 1, got 0"),
     (["--repo", "{tmp}"], "has no asv.conf.json"),
+    (["--gpus", "0"], "--gpus takes a number of GPUs (at least 1) or 'all', got '0'"),
 ])
 def test_bad_input_is_refused_before_anything_runs(repo, tmp_path, args, message):
     done = sgemm_history(*[a.replace("{tmp}", str(tmp_path)) for a in args], "--machine", "box", cwd=repo)
