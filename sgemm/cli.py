@@ -13,10 +13,10 @@ from pathlib import Path
 
 from . import catalogue
 from .catalogue import CatalogueError, UnknownKernelError
-from .judging.gate import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
 from .gpu import Gpu
-from .measuring.record import Case, NoGpuError, device_info, skip_reason
+from .judging.gate import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
 from .judging.verdict import MIN_ROUNDS
+from .measuring.record import Case, NoGpuError, device_info, skip_reason
 
 DEFAULT_CHECK_SHAPES = ("1024x1024x1024", "1000x1028x516")
 # Exit statuses of every command but the gate (which has its own, in sgemm.judging.gate).

@@ -112,9 +112,10 @@ def test_bad_input_is_refused_before_anything_runs(repo, tmp_path, args, message
 def test_two_shards_run_at_once_and_join_into_the_run_of_one_gpu(two_gpu_results, tmp_path, monkeypatch):
     import json
 
-    from conftest import GpuResultsTree
     from sgemm.asvsuite import SuiteCase
     from sgemm.shards import Shard, _row
+
+    from conftest import GpuResultsTree
 
     box = GpuResultsTree.H200
     tree = two_gpu_results.copy(tmp_path / "tree")

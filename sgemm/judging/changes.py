@@ -40,8 +40,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..measuring.build import kernel_files
 from ..catalogue import CatalogueError, Kernel, default_sizes, load_catalogue, sweep
+from ..measuring.build import kernel_files
 
 CATALOGUE_FILE = "sgemm/catalogue.toml"
 CONTROL = "control"  # the reason a cuBLAS baseline is measured: no change can touch it

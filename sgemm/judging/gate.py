@@ -29,8 +29,8 @@ from pathlib import Path
 from .. import asvsuite
 from ..asvconf import write_asv_config
 from ..asvsuite import SuiteCase
-from .changes import Selection
 from ..measuring.record import EVENTS_VARIABLE, NVBENCH_ARGS_VARIABLE
+from .changes import Selection
 from .verdict import (FALSE_DISCOVERY_RATE, MIN_ROUNDS, POWER, Case, Comparison, Noise, Rounds, Verdict, judge,
                       threshold_for)
 

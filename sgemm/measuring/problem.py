@@ -14,8 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-from .build import compiled
 from ..catalogue import Kernel
+from .build import compiled
 
 DEFAULT_SEED = 2024
 INPUT_DTYPE = {"fp32": np.float32, "fp16": np.float16}

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Callable
 
 from ..atomic import write_atomically
-from .build import BuildError
 from ..catalogue import Kernel, UnknownKernelError, get_kernel
 from ..gpu import Gpu
+from .build import BuildError
 from .measure import Timing, time_cases
 from .problem import make_problem
 from .telemetry import CaseMonitor, TelemetryUnavailable, card_id, driver_present, nvml_handle, other_processes

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .build import BuildError, kernel_source, nvrtc_options
 from ..catalogue import Kernel, architectures
+from .build import BuildError, kernel_source, nvrtc_options
 
 ARCHITECTURES = tuple(architectures())
 

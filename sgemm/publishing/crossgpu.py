@@ -19,8 +19,8 @@ from .. import asvsuite
 from ..catalogue import PRECISIONS, Kernel, baseline
 from ..figures import Figures
 from ..gpu import Gpu
-from .report import (SM_CLOCK_NOTE, Point, ReportError, gpu_from_dict, palette, point_from_dict,
-                     points_from_asv)
+from .report import SM_CLOCK_NOTE, Point, ReportError, gpu_from_dict, palette, point_from_dict, points_from_asv
+
 
 @dataclass(frozen=True)
 class GpuRun:

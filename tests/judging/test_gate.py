@@ -11,10 +11,10 @@ import pytest
 
 from sgemm.asvsuite import SuiteCase
 from sgemm.judging.changes import Selection
-from sgemm.judging.gate import (EXIT_PASS, EXIT_REGRESSION, EXIT_UNDECIDED, GateResult, Outcome, Pair, Settings, markdown,
-                        pairs_for, publish_report, read_events, run_gate)
-from sgemm.machine import write_machine_file
+from sgemm.judging.gate import (EXIT_PASS, EXIT_REGRESSION, EXIT_UNDECIDED, GateResult, Outcome, Pair, Settings,
+                                markdown, pairs_for, publish_report, read_events, run_gate)
 from sgemm.judging.verdict import Case, Rounds, Verdict, judge
+from sgemm.machine import write_machine_file
 
 # The suite reads its figures from the package installed from the commit under test, as the real one does. Each
 # process is one round: its median scatters by 0.2% around the commit's time, as between-process noise does.

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from sgemm.judging import noise
 from sgemm.asvsuite import GEMM, ROUND_TIME, SHAPES, TIME
+from sgemm.judging import noise
 from sgemm.judging.verdict import Noise
 
 from conftest import write_asv_run

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from sgemm.judging.verdict import (FALSE_DISCOVERY_RATE, Case, Noise, Rounds, Verdict, benjamini_hochberg, effect, judge,
-                           threshold_for)
+from sgemm.judging.verdict import (FALSE_DISCOVERY_RATE, Case, Noise, Rounds, Verdict, benjamini_hochberg, effect,
+                                   judge, threshold_for)
 
 
 def rounds(time_s, n=3, sd=0.002, clock_mhz=1980.0, clock_sd=0.0, rng=None, samples=2000):

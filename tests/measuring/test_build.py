@@ -2,8 +2,8 @@ import shutil
 
 import pytest
 
-from sgemm.measuring import build
 from sgemm.catalogue import KERNEL_DIR, get_kernel
+from sgemm.measuring import build
 
 
 @pytest.fixture

@@ -4,11 +4,11 @@ import sys
 
 import pytest
 
-from sgemm.measuring import record
 from sgemm.catalogue import get_kernel
 from sgemm.gpu import Gpu
-from sgemm.measuring.record import AsvCase, Case, CaseResult, skip_reason
+from sgemm.measuring import record
 from sgemm.measuring.measure import FORBIDDEN_IN_CASE_IDS
+from sgemm.measuring.record import AsvCase, Case, CaseResult, skip_reason
 from sgemm.measuring.verify import VerificationError
 
 H100 = Gpu("NVIDIA H100 80GB HBM3", 90, 132)

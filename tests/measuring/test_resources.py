@@ -2,9 +2,9 @@ import dataclasses
 
 import pytest
 
+from sgemm.catalogue import get_kernel, load_catalogue
 from sgemm.measuring import resources
 from sgemm.measuring.build import BuildError
-from sgemm.catalogue import get_kernel, load_catalogue
 
 COMPILED = [k for k in load_catalogue().values() if not k.library]
 STATIC_SHARED_LIMIT = 48 * 1024

@@ -5,8 +5,8 @@ from collections import Counter
 
 import pytest
 
-from sgemm.measuring import telemetry
 from sgemm.gpu import Gpu
+from sgemm.measuring import telemetry
 
 
 @pytest.fixture(autouse=True)
