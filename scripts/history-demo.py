@@ -51,7 +51,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sgemm import asvsuite# noqa: E402
+from sgemm import asvsuite  # noqa: E402
 
 COMMITS = 10
 SLOW_AT = 6  # the slowing commit's place on the branch, counted from 1: five commits before it, four after
