@@ -9,6 +9,8 @@ module chooses what it runs, says beforehand how long that should take, and leav
   here.
 - Benchmarks: every suite on a GPU box. Without a usable GPU, the resource suite alone (registers, shared memory
   and spills per architecture, compiled by NVRTC with no GPU), and the run says what it left out.
+- GPUs: one, or each commit's cases spread over the box's identical GPUs, one `asv run` per GPU at once, the shards
+  joined into the result one GPU would have written (sgemm.shards).
 - The CUDA stack: asv's environments link the site-packages of the interpreter running this (asv.conf.json's
   SGEMM_CUDA_SITE), unless the variable already names one: the stack must match the box's driver, so it is not
   installed per commit.
