@@ -335,10 +335,8 @@ def cmd_gate(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from .history import HistoryError, plan, run, run_sharded, shard_plan
+    from .history import HistoryError, box_shards, plan, run, run_sharded
     from .machine import detect_identity, machine_entry, machine_name, write_machine_file
-    from .measuring.telemetry import TelemetryUnavailable, box_gpus
-    from .shards import ShardError, identical_gpus
 
     repo = Path(args.repo).resolve()
     if not (repo / "asv.conf.json").is_file():
@@ -352,33 +350,20 @@ def cmd_history(args) -> int:
         gpu = False
     identity = detect_identity(args.device) if gpu else None
     machine = args.machine or machine_name(identity)
+    results, work = Path(args.results).resolve(), Path(args.work or repo / ".asv" / "history").resolve()
+    if not gpu and args.gpus != "1":
+        print(f"sgemm history: --gpus {args.gpus} left aside: no GPU here", file=sys.stderr)
     try:
-        chosen = plan(repo, Path(args.results).resolve(), machine, gpu, args.first)
+        chosen = plan(repo, results, machine, gpu, args.first)
+        shards, uuids = box_shards(repo, results, machine, args.gpus) if gpu and args.gpus != "1" else ([], [])
     except HistoryError as exc:
         print(f"sgemm history: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    shards, uuids = [], []
-    if not gpu and args.gpus != "1":
-        print(f"sgemm history: --gpus {args.gpus} left aside: no GPU here", file=sys.stderr)
-    if gpu and args.gpus != "1":
-        try:
-            found = box_gpus()
-            indices = identical_gpus([model for model, _ in found])
-        except (TelemetryUnavailable, ShardError) as exc:
-            print(f"sgemm history: --gpus {args.gpus}: {exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        count = len(indices) if args.gpus == "all" else int(args.gpus)
-        if count > len(indices):
-            print(f"sgemm history: --gpus {count}: this box has {len(indices)}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        shards = shard_plan(repo, Path(args.results).resolve(), machine, indices[:count])
-        uuids = [uuid for _, uuid in found]
     for line in chosen.describe(len(shards) or 1):
         print(f"sgemm history: {line}", file=sys.stderr)
     if args.dry_run:
         return EXIT_OK
     write_machine_file(machine_entry(identity, machine))  # asv asks interactively for a machine it does not know
-    results, work = Path(args.results).resolve(), Path(args.work or repo / ".asv" / "history").resolve()
     if shards:
         measured = run_sharded(repo, chosen, results, shards, uuids, work)
     else:

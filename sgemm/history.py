@@ -31,7 +31,7 @@ from pathlib import Path
 from . import asvsuite, catalogue
 from .asvconf import write_asv_config
 from .atomic import write_atomically
-from .shards import Shard, assign, recorded_costs, write_joined
+from .shards import Shard, ShardError, assign, identical_gpus, recorded_costs, write_joined
 
 DEFAULT_FIRST = 1
 BRANCH = "main"  # asv.conf.json's branch
@@ -168,6 +168,22 @@ def shard_plan(repo: Path, results_dir: Path, machine: str, gpus: list[int]) -> 
     """The suite's cases over these GPUs, balanced by the costs of the machine's newest run."""
     found = asvsuite.runs(results_dir, machine) if (results_dir / machine).is_dir() else []
     return assign(recorded_costs(found[-1] if found else None, suite_cases(repo)), gpus)
+
+
+def box_shards(repo: Path, results_dir: Path, machine: str, requested: str) -> tuple[list[Shard], list[str]]:
+    """The shards for `--gpus` (a number, or 'all') over this box's GPUs, and every GPU's UUID in NVML's order;
+    HistoryError when the box cannot give them (no NVML, mixed models, fewer GPUs than asked for)."""
+    from .measuring.telemetry import TelemetryUnavailable, box_gpus
+
+    try:
+        found = box_gpus()
+        indices = identical_gpus([model for model, _ in found])
+    except (TelemetryUnavailable, ShardError) as exc:
+        raise HistoryError(f"--gpus {requested}: {exc}") from exc
+    count = len(indices) if requested == "all" else int(requested)
+    if count > len(indices):
+        raise HistoryError(f"--gpus {count}: this box has {len(indices)}")
+    return shard_plan(repo, results_dir, machine, indices[:count]), [uuid for _, uuid in found]
 
 
 def _last_progress(log: Path) -> str:

@@ -1,6 +1,8 @@
 """Which commits and benchmarks a box's history run measures, in scratch repositories with asv results written
 through asv's API; what it says first; and the command's refusals."""
 
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,8 @@ from sgemm import history
 from sgemm.asvsuite import GEMM, TIME
 
 from conftest import write_asv_run
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def git(repo, *args):
@@ -146,3 +150,25 @@ def test_two_shards_run_at_once_and_join_into_the_run_of_one_gpu(two_gpu_results
         assert [_row(joined, name)[c] for c in ("result", "samples")] == \
             [_row(single, name)[c] for c in ("result", "samples")], name
     assert (results / "benchmarks.json").is_file() and (results / box.machine / "machine.json").is_file()
+
+
+@pytest.mark.parametrize("gpus, requested, expected", [
+    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b")], "all", [0, 1]),
+    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b")], "1", [0]),
+    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b")], "3", "--gpus 3: this box has 2"),
+    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H100 80GB HBM3", "GPU-b")], "all", "--gpus all: the GPUs of this box are not"),
+])
+def test_the_shards_of_a_box_are_over_identical_gpus_it_has(repo, tmp_path, monkeypatch, gpus, requested, expected):
+    from sgemm.measuring import telemetry
+
+    monkeypatch.setattr(telemetry, "box_gpus", lambda: gpus)
+    (repo / "sgemm").mkdir()
+    shutil.copy(ROOT / "sgemm" / "catalogue.toml", repo / "sgemm" / "catalogue.toml")
+    shutil.copytree(ROOT / "kernels", repo / "kernels")
+    if isinstance(expected, str):
+        with pytest.raises(history.HistoryError, match=re.escape(expected)):
+            history.box_shards(repo, tmp_path / "results", "box", requested)
+        return
+    shards, uuids = history.box_shards(repo, tmp_path / "results", "box", requested)
+    assert [shard.gpu for shard in shards] == expected and uuids == ["GPU-a", "GPU-b"]
+    assert sum(len(shard.cases) for shard in shards) == len(history.suite_cases(ROOT))
