@@ -33,7 +33,8 @@ CARD_NUMBER_HEX_DIGITS = 6
 
 
 class _MeasuredCase:
-    """The figures of one case, each read from a single measurement made once per asv run (see sgemm.measuring.record)."""
+    """The figures of one case, each read from a single measurement made once per asv round (see
+    sgemm.measuring.record)."""
 
     timeout = 600
 

@@ -224,7 +224,8 @@ class Seed:
 def seeds(path: Path = CATALOGUE_PATH) -> list[Seed]:
     """The [[seed]] tables: the worklogs the kernels' origins point to, in file order."""
     try:
-        return [Seed(t["file"], t["title"], int(t["size"])) for t in tomllib.loads(Path(path).read_text()).get("seed", [])]
+        tables = tomllib.loads(Path(path).read_text()).get("seed", [])
+        return [Seed(t["file"], t["title"], int(t["size"])) for t in tables]
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
         raise CatalogueError(f"cannot read the [[seed]] tables of {path}: {exc}") from exc
 

@@ -595,7 +595,8 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("sources", nargs="+", help="results directories to merge")
     merge.add_argument("--into", required=True, help="results directory to merge them into (created if missing)")
     gate = add("gate", cmd_gate, "benchmark what a change can affect at two commits, round by round with asv "
-               "continuous, and judge each case on its round medians; exit 0 pass, 1 a regression, 2 undecided", kernels=False)
+               "continuous, and judge each case on its round medians; exit 0 pass, 1 a regression, 2 undecided",
+               kernels=False)
     gate.add_argument("base", help="the commit the change starts from (e.g. the pull request's base)")
     gate.add_argument("head", help="the commit with the change")
     gate.add_argument("-k", "--kernel", action="append", default=[],
@@ -622,9 +623,9 @@ def build_parser() -> argparse.ArgumentParser:
     history = add("history", cmd_history, "bring this box's asv history up to date, then build the site: the "
                   "newest commits on a first run (--first), every new commit later; without a GPU, the resource "
                   "history alone", kernels=False)
-    history.add_argument("--first", type=_commit_count, default=1, help="commits a machine's first run measures, newest "
-                         "first (default 1: the head of the branch; the full suite takes about 8 minutes a commit "
-                         "on an H100)")
+    history.add_argument("--first", type=_commit_count, default=1, help="commits a machine's first run measures, "
+                         "newest first (default 1: the head of the branch; the full suite takes about 8 minutes a "
+                         "commit on an H100)")
     history.add_argument("--gpus", type=_gpu_count, default="1", help="how many of the box's GPUs to spread each "
                          "commit's cases over, or 'all' (they must be one model; default 1)")
     history.add_argument("--results", default="results", help="asv results directory (default: results)")

@@ -97,7 +97,8 @@ def test_a_commit_whose_package_takes_square_sizes_only_still_runs_them(tmp_path
     import sgemm.measuring.record
 
     bound = []
-    monkeypatch.setattr(sgemm.measuring.record, "asv_case", lambda run_dir, name, size: bound.append((name, size)) or "case")
+    monkeypatch.setattr(sgemm.measuring.record, "asv_case",
+                        lambda run_dir, name, size: bound.append((name, size)) or "case")
     suite = load_suite()
     gemm = suite.Gemm()
     gemm.setup(str(tmp_path), "naive", 1024, "fp32")

@@ -181,7 +181,8 @@ def test_a_bad_renamed_from_is_named(tmp_path: Path, text, message):
 
 # --- A kernel is one .cu file and one catalogue entry --------------------------------------------------------------
 
-FIXTURE_SOURCE = """// Test fixture: one thread per element of C, K walked in order; any shape (BX x BY threads, BX x BY tile).
+FIXTURE_SOURCE = """// Test fixture: one thread per element of C, K walked in order; any shape.
+// Tile parameters: BX x BY threads, a BX x BY tile of C per block.
 template <int BX, int BY>
 __global__ void gemm_fixture(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
                              float beta, float* C, int ldc) {

@@ -119,3 +119,36 @@ def test_report_across_gpus_writes_the_page_and_refuses_what_it_cannot_read(two_
     assert "sgemm report: no asv machine directories in" in capsys.readouterr().err
     assert cli.main(["report", "--across-gpus", "--out", str(out)]) == 2
     assert "--across-gpus reads asv results: pass --results" in capsys.readouterr().err
+
+
+def test_bench_prints_each_case_against_its_baseline_and_the_gpus_peak(monkeypatch, capsys, tmp_path):
+    """The GPU's part stood in for (CUDA's facts, NVML's, the measurements): what the table makes of them."""
+    from sgemm.gpu import Gpu
+    from sgemm.measuring import record
+    from sgemm.measuring.record import CaseResult
+
+    h100 = Gpu("NVIDIA H100 80GB HBM3", 90, 132, 1980.0, "580.159.04", 80)
+    seconds = {"fp32/cublas": 2.0e-3, "fp32/naive": 20.0e-3}
+
+    def run_cases(cases, device, progress):
+        return {case.id: (RuntimeError("wrong result\nmore") if case.kernel.name == "fp32/float4" else
+                          CaseResult([seconds[case.kernel.name]], [1975.0, 1985.0], case.kernel.name, case.m, case.n,
+                                     case.k, h100.name, 0.0))
+                for case in cases}
+
+    monkeypatch.setattr(cli, "device_info", lambda device=0: Gpu(h100.name, 90, 132))
+    monkeypatch.setattr(cli, "_live_gpu", lambda device=0: h100)
+    monkeypatch.setattr(record, "run_cases", run_cases)
+    status = cli.main(["bench", "-k", "fp32/cublas", "-k", "fp32/naive", "-k", "fp32/float4", "--size", "1024",
+                       "--json", str(tmp_path / "out.json")])
+    out = capsys.readouterr().out.splitlines()
+    assert status == 1  # a case failed
+    assert out[0] == "NVIDIA H100 80GB HBM3, 132 SMs, max SM clock 1980 MHz"
+    rows = {line.split()[0]: line.split() for line in out[3:]}
+    peak = 132 * 256 * 1980e6 / 1e12
+    naive_rate = 2 * 1024**3 / 20.0e-3 / 1e12
+    assert rows["fp32/naive"][1:7] == ["1024x1024x1024", "20.000", f"{naive_rate:.2f}", "10.0",
+                                      f"{100 * naive_rate / peak:.1f}", "1980"]
+    assert rows["fp32/cublas"][4] == "100.0" and rows["fp32/float4"][7:9] == ["FAILED", "wrong"]
+    recorded = json.loads((tmp_path / "out.json").read_text())
+    assert recorded["fp32/float4/1024x1024x1024"] == {"error": "wrong result\nmore"}

@@ -7,7 +7,8 @@ from sgemm import machine
 from sgemm.gpu import Gpu
 from sgemm.measuring.telemetry import TelemetryUnavailable
 
-H100 = Gpu("NVIDIA H100 80GB HBM3", 90, driver="580.159.04", max_sm_clock_mhz=1980.0, memory_gib=80, card="0a1b2c3d4e5f")
+H100 = Gpu("NVIDIA H100 80GB HBM3", 90, driver="580.159.04", max_sm_clock_mhz=1980.0, memory_gib=80,
+           card="0a1b2c3d4e5f")
 
 
 def test_name_and_facets_come_from_the_gpu_and_are_stable():

@@ -102,8 +102,9 @@ def run_continuous(config: Path, machine: str, base: str, head: str, cases: list
                    repo: Path, events: Path, append: bool, nvbench_args: tuple[str, ...] = NVBENCH_ARGS) -> int:
     """`asv continuous` over exactly these cases; its output goes to stderr. Returns asv's exit status.
 
-    `--no-stats`: asv's own comparison table would test pooled samples, which is both the wrong unit (sgemm.judging.verdict)
-    and quadratic in them. `--append-samples` on a later call adds rounds to those already recorded.
+    `--no-stats`: asv's own comparison table would test pooled samples, which is both the wrong unit
+    (sgemm.judging.verdict) and quadratic in them. `--append-samples` on a later call adds rounds to those already
+    recorded.
     """
     command = [sys.executable, "-m", "asv", "continuous", "--config", str(config), "--machine", machine,
                "--interleave-rounds", "--attribute", f"rounds={rounds}", "--record-samples", "--show-stderr",
@@ -359,8 +360,8 @@ def markdown(result: GateResult, gpu_line: str) -> str:
         f"- Rounds: {result.rounds_run} per commit, interleaved, one process each (at least {settings.rounds}; "
         f"cases still open get more, up to {settings.max_rounds}); threshold {settings.threshold:.1%}"
         + "".join(f", `{p}` {v:.1%}" for p, v in settings.patterns)
-        + (f"; between-round noise of unchanged code known for {sum(1 for p in result.outcome.sides if p.head.label in settings.noise)} cases"
-           if settings.noise else ""),
+        + (f"; between-round noise of unchanged code known for "
+           f"{sum(1 for p in result.outcome.sides if p.head.label in settings.noise)} cases" if settings.noise else ""),
         f"- SM clock (median per case): base {_spread([s.sm_clock_mhz for s in befores], 'MHz')}, "
         f"head {_spread([s.sm_clock_mhz for s in afters], 'MHz')}",
         "- Clocks held down by the driver (power or thermal): "
@@ -401,9 +402,9 @@ def markdown(result: GateResult, gpu_line: str) -> str:
                                                    for pair, why in result.outcome.not_compared.items())]
     lines += ["", "Each side of a case is its rounds' median times, one asv process per round. Ratio: head over base "
               "(above 1 is slower); vs control: that ratio over the cuBLAS controls' of its precision (all sizes "
-              f"pooled), which is what is judged. The test is Welch's t on the logarithms of the round medians, with the false-discovery rate "
-              f"held at {FALSE_DISCOVERY_RATE:.0%} over the gate's cases (Benjamini-Hochberg). Detectable: the "
-              f"smallest slowdown the test finds {POWER:.0%} of the time at that case's noise; a case is judged at "
+              "pooled), which is what is judged. The test is Welch's t on the logarithms of the round medians, with "
+              f"the false-discovery rate held at {FALSE_DISCOVERY_RATE:.0%} over the gate's cases (Benjamini-Hochberg). "
+              f"Detectable: the smallest slowdown the test finds {POWER:.0%} of the time at that case's noise; a case is judged at "
               "the larger of it and the threshold. At equal clock: the ratio in SM cycles (time x the median SM "
               "clock of each round); a difference in time must be there too, or the case is AMBIGUOUS.", ""]
     return "\n".join(lines)

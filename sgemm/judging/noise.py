@@ -3,7 +3,8 @@
 Every round of an asv run is one process measuring the same commit, so the spread of a run's per-round medians (the
 round tracks of sgemm.asvsuite) is that case's between-process noise. Pooled over many runs (each commit of the
 published history, or the two sides of a documentation-only gate), it is known far better than from the few rounds of
-one gate: the gate holds each side's spread to at least this floor and adds its degrees of freedom (sgemm.judging.verdict).
+one gate: the gate holds each side's spread to at least this floor and adds its degrees of freedom
+(sgemm.judging.verdict).
 
 The file, one per machine (by default `noise/<machine>.json` in the repository the gate runs from):
     {"machine": "nvidia-h100-80gb-hbm3", "made": "2026-11-23T20:00Z", "runs": 31,

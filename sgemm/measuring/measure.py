@@ -63,7 +63,8 @@ def _to_mhz(frequencies) -> list[float]:
     return [f / 1e6 for f in frequencies]
 
 
-def time_cases(cases: dict[str, Prepare], device: int = 0, extra_args: tuple[str, ...] = ()) -> dict[str, Timing | BaseException]:
+def time_cases(cases: dict[str, Prepare], device: int = 0,
+               extra_args: tuple[str, ...] = ()) -> dict[str, Timing | BaseException]:
     """Time every case on one CUDA device. A case that fails to prepare maps to its exception; the rest still run.
 
     Call once per process. Case ids must not contain any of FORBIDDEN_IN_CASE_IDS.

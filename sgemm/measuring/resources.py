@@ -104,7 +104,8 @@ def spill_problem(kernel: Kernel, arch: str, usage: ResourceUsage) -> str | None
     return None
 
 
-def usage_table(kernels: list[Kernel], archs: tuple[str, ...] = ARCHITECTURES) -> dict[tuple[str, str], ResourceUsage | str]:
+def usage_table(kernels: list[Kernel],
+                archs: tuple[str, ...] = ARCHITECTURES) -> dict[tuple[str, str], ResourceUsage | str]:
     """Resource usage of each compiled kernel on each architecture; a kernel that fails to compile maps to NVRTC's
     message, so one broken kernel does not hide the others' figures.
 

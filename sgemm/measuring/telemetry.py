@@ -144,7 +144,8 @@ class CaseTelemetry:
 
 
 class CaseMonitor:
-    """Polls NVML while a case runs: call start(), then poll() as often as convenient (it rate-limits), then finish()."""
+    """Polls NVML while a case runs: call start(), then poll() as often as convenient (it rate-limits), then
+    finish()."""
 
     def __init__(self, handle, clock: Callable[[], float] = time.monotonic):
         self.handle = handle

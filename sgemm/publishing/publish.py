@@ -8,8 +8,8 @@ asv publish deletes its output directory before it writes, so the site is never 
 fresh directory beside the HTML directory and moved there only once it is whole; the directory it replaces must be
 one this module made (it holds the marker file `.sgemm-site`), or empty, or not there yet. An HTML directory that
 is, holds or lies inside the results, or is or holds the repository, is refused before anything is written. A
-publish holds an exclusive lock on the HTML directory and a shared one on the results (see sgemm.publishing.merge.locked), so
-two publishes into one site, or a publish and a merge of its results, take turns.
+publish holds an exclusive lock on the HTML directory and a shared one on the results (see
+sgemm.publishing.merge.locked), so two publishes into one site, or a publish and a merge of its results, take turns.
 """
 
 from __future__ import annotations

@@ -416,8 +416,8 @@ def vendor_assets(html_dir: str | os.PathLike, cache_dir: str | os.PathLike | No
                         damaged.add(local)  # written again below, from its tarball
                     in_use[local] = asset
     if unknown:
-        raise SiteError("these pages load files from the internet that sgemm.publishing.site does not know how to vendor "
-                        "(add them to CDN_ASSETS):\n" + "\n".join(unknown))
+        raise SiteError("these pages load files from the internet that sgemm.publishing.site does not know how to "
+                        "vendor (add them to CDN_ASSETS):\n" + "\n".join(unknown))
 
     wanted: dict[tuple[str, str], set[str]] = {}
     for asset in in_use.values():

@@ -190,3 +190,14 @@ def test_no_gpu_says_whether_the_driver_is_missing_or_too_old(monkeypatch, cuda_
     with pytest.raises(NoGpuError) as raised:
         device_info(3)
     assert str(raised.value).startswith(expected) and "insufficient" not in str(raised.value)
+
+
+def test_cuda_says_what_the_gpu_is(monkeypatch):
+    import cupy
+
+    from sgemm.measuring.record import device_info
+
+    properties = {"name": b"NVIDIA H100 80GB HBM3", "major": 9, "minor": 0, "multiProcessorCount": 132}
+    monkeypatch.setattr(cupy.cuda.runtime, "getDeviceCount", lambda: 1)
+    monkeypatch.setattr(cupy.cuda.runtime, "getDeviceProperties", lambda device: properties)
+    assert device_info(0) == Gpu("NVIDIA H100 80GB HBM3", 90, 132)
