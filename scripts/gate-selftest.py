@@ -2,9 +2,9 @@
 """Does the gate tell real slowdowns from noise on this GPU box, and refuse a GPU it does not have to itself?
 
 In a scratch clone of HEAD, with the working tree's uncommitted changes committed on top, it makes three commits:
-SLOW_1 and SLOW_3 make fp32/warptile spin for a few SM cycles per unit of K at the start of every block (about 1% and 3% slower; the spin is a template parameter that is 0
-everywhere else, so every other kernel compiles as before), and DOCS changes documentation only. Steps (--steps,
-default all of them):
+SLOW_1 and SLOW_3 make fp32/warptile spin for a few SM cycles per unit of K at the start of every block (about 1% and
+3% slower; the spin is a template parameter that is 0 everywhere else, so every other kernel compiles as before), and
+DOCS changes documentation only. Steps (--steps, default all of them):
 
   docs   N documentation-only gates (--docs-runs, default 3) with every kernel selected at one size (--docs-size):
          expected exit 0, no REGRESSION and no IMPROVEMENT.
