@@ -129,13 +129,17 @@ class RunReader:
     def date(self):
         return self.run.date
 
-    def _index(self, name: str, params: tuple) -> int | None:
-        if name not in self.run.get_all_result_keys():
-            return None
+    def _combinations(self, name: str) -> list[tuple]:
+        """The benchmark's parameter combinations as Python values, in asv's order (of a benchmark it recorded)."""
         if name not in self._combos:
             raw = self.run.get_result_params(name)  # each value as its repr, e.g. "'naive'"
             self._combos[name] = [tuple(ast.literal_eval(v) for v in combo) for combo in itertools.product(*raw)]
-        combos = self._combos[name]
+        return self._combos[name]
+
+    def _index(self, name: str, params: tuple) -> int | None:
+        if name not in self.run.get_all_result_keys():
+            return None
+        combos = self._combinations(name)
         return combos.index(params) if params in combos else None
 
     def value(self, case: SuiteCase, method: str):
@@ -161,8 +165,7 @@ class RunReader:
         if name not in self.run.get_all_result_keys():
             return {}
         values = self.run.get_result_value(name, self.run.get_result_params(name))
-        self._index(name, ())
-        return {SuiteCase(benchmark, combo): value for combo, value in zip(self._combos[name], values)}
+        return {SuiteCase(benchmark, combo): value for combo, value in zip(self._combinations(name), values)}
 
     def scalar(self, name: str):
         """A parameterless benchmark's value (e.g. SM_COUNT), or None."""

@@ -186,7 +186,7 @@ def cmd_bench(args) -> int:
         return EXIT_BAD_INPUT
     info = device_info(args.device)
     runnable, skipped = _cases(kernels, shapes, info)
-    gpu = _live_gpu(args.device) or info
+    gpu = _with_nvml(info, args.device)
     started = time.monotonic()
 
     def progress(index: int, case: Case) -> None:
@@ -454,20 +454,24 @@ def cmd_publish(args) -> int:
     return 0
 
 
-def _live_gpu(device: int) -> Gpu | None:
-    """This box's GPU for a report (CUDA's facts, with NVML's where it answers), or None without one."""
+def _with_nvml(info: Gpu, device: int) -> Gpu:
+    """CUDA's facts of the GPU, with NVML's (driver, maximum clock, card) where it answers."""
     from dataclasses import replace
 
     from .measuring.telemetry import TelemetryUnavailable, gpu_identity
 
     try:
-        info = device_info(device)
-    except NoGpuError:
-        return None
-    try:
         return replace(gpu_identity(device), name=info.name, sm_count=info.sm_count)
     except TelemetryUnavailable:
         return info
+
+
+def _live_gpu(device: int) -> Gpu | None:
+    """This box's GPU for a report, or None without one."""
+    try:
+        return _with_nvml(device_info(device), device)
+    except NoGpuError:
+        return None
 
 
 def _report_across_gpus(args, kernels) -> int:
@@ -536,7 +540,7 @@ def cmd_report(args) -> int:
         source = f"asv results of machine `{machine}`, commit {commit[:12]}"
     else:
         info = device_info(args.device)  # NoGpuError says why there is no GPU to measure on
-        gpu = _live_gpu(args.device) or info
+        gpu = _with_nvml(info, args.device)
         points = measured_points(seeds, kernels, args.size or catalogue.default_sizes(), info, args.device,
                                  lambda line: print(f"sgemm report: {line}", file=sys.stderr))
         source = "a fresh measurement on this GPU (NVBench, after an FP64 check of every kernel)"

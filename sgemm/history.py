@@ -78,14 +78,13 @@ def _git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def measured_commits(results_dir: Path, machine: str) -> list[str]:
-    """The commits this machine has results of."""
-    return [run.commit for run in asvsuite.runs(results_dir, machine)] if (results_dir / machine).is_dir() else []
-
-
-def _is_commit(repo: Path, name: str) -> bool:
-    return subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{name}^{{commit}}"],
-                          capture_output=True).returncode == 0
+def _known_commits(repo: Path, hashes: list[str]) -> list[str]:
+    """Those of `hashes` that are commits of the repository (a results tree may hold runs of commits it lacks)."""
+    if not hashes:
+        return []
+    answer = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch-check=%(objecttype)"], capture_output=True,
+                            text=True, input="".join(f"{commit}^{{commit}}\n" for commit in hashes))
+    return [commit for commit, kind in zip(hashes, answer.stdout.splitlines()) if kind == "commit"]
 
 
 def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int = DEFAULT_FIRST) -> Plan:
@@ -93,11 +92,11 @@ def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int = DE
     announced is what runs (asv's NEW would also skip commits that other machines of a merged tree measured)."""
     if first < 1:
         raise HistoryError(f"--first must be at least 1, got {first}")
-    done = [commit for commit in measured_commits(results_dir, machine) if _is_commit(repo, commit)]
+    found = asvsuite.runs(results_dir, machine) if (results_dir / machine).is_dir() else []
+    done = _known_commits(repo, [run.commit for run in found])
     if done:  # everything on the branch that descends from none of them
         commits = _git(repo, "rev-list", BRANCH, *(f"^{commit}" for commit in done)).split()
-        durations = asvsuite.runs(results_dir, machine)[-1].run.duration.values()
-        seconds = sum(value for value in durations if value) or None
+        seconds = sum(value for value in found[-1].run.duration.values() if value) or None
     else:
         commits = _git(repo, "rev-list", "--first-parent", f"--max-count={first}", BRANCH).split()
         seconds = None

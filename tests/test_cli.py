@@ -137,7 +137,7 @@ def test_bench_prints_each_case_against_its_baseline_and_the_gpus_peak(monkeypat
                 for case in cases}
 
     monkeypatch.setattr(cli, "device_info", lambda device=0: Gpu(h100.name, 90, 132))
-    monkeypatch.setattr(cli, "_live_gpu", lambda device=0: h100)
+    monkeypatch.setattr(cli, "_with_nvml", lambda info, device=0: h100)
     monkeypatch.setattr(record, "run_cases", run_cases)
     status = cli.main(["bench", "-k", "fp32/cublas", "-k", "fp32/naive", "-k", "fp32/float4", "--size", "1024",
                        "--json", str(tmp_path / "out.json")])
