@@ -126,8 +126,7 @@ def join(files: list[Path]) -> dict:
         if not isinstance(data, dict) or not {"results", "result_columns", "commit_hash"} <= data.keys():
             raise ShardError(f"{path} is not an asv result file: it holds no results of a commit")
         shards.append((path, data))
-    first_path, joined = shards[0][0], json.loads(json.dumps(shards[0][1]))  # a deep copy, NaN kept
-    problems = []
+    (first_path, joined), problems = shards[0], []  # the first shard's file, read above, becomes the joined run
     for path, data in shards[1:]:
         for key in _SAME:
             if data.get(key) != joined.get(key):

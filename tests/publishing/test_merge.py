@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -90,15 +91,21 @@ def test_a_bad_file_stops_the_merge_before_anything_is_written(two_boxes, tmp_pa
     assert not (tmp_path / "merged").exists()
 
 
-def test_a_different_run_of_the_same_commit_is_refused_not_overwritten(two_boxes, tmp_path):
-    dest = tmp_path / "merged"
-    merge_results([two_boxes["nvidia-h200"]], dest)
+def another_run(two_boxes, tmp_path) -> tuple[Path, Path]:
+    """A copy of the H200's tree whose run of the commit differs (it is dated a second later): the tree, the run."""
     rerun = tmp_path / "rerun"
     shutil.copytree(two_boxes["nvidia-h200"], rerun)
     [run] = [p for p in (rerun / "nvidia-h200").glob("*.json") if p.name != "machine.json"]
     data = json.loads(run.read_text())
     data["date"] += 1000
     run.write_text(json.dumps(data))
+    return rerun, run
+
+
+def test_a_different_run_of_the_same_commit_is_refused_not_overwritten(two_boxes, tmp_path):
+    dest = tmp_path / "merged"
+    merge_results([two_boxes["nvidia-h200"]], dest)
+    rerun, run = another_run(two_boxes, tmp_path)
     before = tree(dest)
     with pytest.raises(MergeError, match="already holds a different run"):
         merge_results([rerun], dest)
@@ -188,12 +195,7 @@ def test_a_newer_run_merged_into_a_tree_brings_its_definition(two_boxes, tmp_pat
 
 
 def test_two_sources_with_different_runs_of_one_commit_are_named_both(two_boxes, tmp_path):
-    rerun = tmp_path / "rerun"
-    shutil.copytree(two_boxes["nvidia-h200"], rerun)
-    [run] = [p for p in (rerun / "nvidia-h200").glob("*.json") if p.name != "machine.json"]
-    data = json.loads(run.read_text())
-    data["date"] += 1000
-    run.write_text(json.dumps(data))
+    rerun, run = another_run(two_boxes, tmp_path)
     dest = tmp_path / "merged"
     with pytest.raises(MergeError) as refused:
         merge_results([two_boxes["nvidia-h200"], rerun], dest)
