@@ -4,6 +4,9 @@ asv runs this suite, as it stands in the working tree, against every commit it m
 to commits from before the package was split into stages, which keep these modules at its top (sgemm.record)
 rather than in sgemm.measuring. ImportError when the commit has neither (or cannot import them: the message says
 why).
+
+Each module is imported by name, in an `import` statement of its own rather than through importlib: the gate finds
+the code that measurement depends on by following these statements (sgemm.judging.changes).
 """
 
 
