@@ -190,10 +190,27 @@ def _last_progress(log: Path) -> str:
     return lines[-1].strip()[:100] if lines else "starting"
 
 
+def _shard_home(home: Path) -> dict[str, str]:
+    """HOME of one shard's asv, holding a copy of this user's asv machine file, with the caches and configuration
+    that HOME would also move (CuPy's kernels, pip's cache and configuration) left where they are.
+
+    Every `asv run` rewrites ~/.asv-machine.json in place as it starts, so shards started together with one HOME read
+    each other's half-written file ("Error parsing JSON").
+    """
+    user = Path.home()
+    home.mkdir(parents=True, exist_ok=True)
+    if (user / ".asv-machine.json").is_file():
+        write_atomically(home / ".asv-machine.json", (user / ".asv-machine.json").read_bytes())
+    return {"HOME": str(home),
+            "CUPY_CACHE_DIR": os.environ.get("CUPY_CACHE_DIR", str(user / ".cupy" / "kernel_cache")),
+            "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME", str(user / ".cache")),
+            "XDG_CONFIG_HOME": os.environ.get("XDG_CONFIG_HOME", str(user / ".config"))}
+
+
 def run_sharded(repo: Path, chosen: Plan, results_dir: Path, shards: list[Shard], uuids: list[str],
                 work_dir: Path) -> int:
     """One `asv run` per shard, all at once, each on its GPU alone (CUDA_VISIBLE_DEVICES by UUID) with its own
-    environments and results under `work_dir`; then each commit's shard results joined into `results_dir`.
+    environments, results and asv machine file under `work_dir`; then each commit's shard results joined into `results_dir`.
     Returns the worst asv exit status, or 1 when a shard recorded nothing of a commit (its log says why)."""
     if not chosen.commits:
         return 0
@@ -211,7 +228,7 @@ def run_sharded(repo: Path, chosen: Plan, results_dir: Path, shards: list[Shard]
         for pattern in shard.bench_patterns() + (list(NOT_CASES) if shard is shards[0] else []):
             command += ["--bench", pattern]
         log = folder / "asv.log"
-        env = dict(_asv_environment(), CUDA_VISIBLE_DEVICES=uuids[shard.gpu])
+        env = dict(_asv_environment(), **_shard_home(folder / "home"), CUDA_VISIBLE_DEVICES=uuids[shard.gpu])
         with open(log, "w") as out:
             running.append((shard, log, subprocess.Popen(command, cwd=repo, env=env, stdout=out,
                                                          stderr=subprocess.STDOUT)))

@@ -150,6 +150,9 @@ def test_two_shards_run_at_once_and_join_into_the_run_of_one_gpu(two_gpu_results
         assert [_row(joined, name)[c] for c in ("result", "samples")] == \
             [_row(single, name)[c] for c in ("result", "samples")], name
     assert (results / "benchmarks.json").is_file() and (results / box.machine / "machine.json").is_file()
+    # each shard's asv had a machine file of its own: asv rewrites it as it starts, and two at once collide
+    assert all(json.loads((tmp_path / "work" / f"gpu-{gpu}" / "home" / ".asv-machine.json").read_text())[box.machine]
+               for gpu in (0, 1))
 
 
 @pytest.mark.parametrize("gpus, requested, expected", [
