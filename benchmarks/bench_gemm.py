@@ -11,7 +11,7 @@ import os
 from statistics import median
 
 from . import under_test
-from .worktree import FORMER_NAMES, KERNELS, SIZES, SWEEP_KERNELS, SWEEP_SHAPES, catalogue
+from .worktree import FORMER_NAMES, KERNELS, PRECISIONS, SIZES, SWEEP_KERNELS, SWEEP_SHAPES
 
 try:
     from asv_runner.benchmarks.mark import SkipNotImplemented  # a skip raised from a benchmark method, not setup
@@ -135,12 +135,15 @@ class Gemm(_MeasuredCase):
         list(dict.fromkeys([kernel.family for kernel in KERNELS.values()]
                            + [name.split("/", 1)[1] for name in FORMER_NAMES])),
         SIZES,
-        list(catalogue.PRECISIONS),
+        PRECISIONS,
     ]
     param_names = ["kernel", "size", "precision"]
 
     def setup(self, run_dir, kernel, size, precision):
-        self.bind_case(run_dir, f"{precision}/{kernel}", size, size, size)
+        name = f"{precision}/{kernel}"
+        if name in KERNELS and size not in KERNELS[name].sizes:
+            raise NotImplementedError(f"{name} is timed at {', '.join(map(str, KERNELS[name].sizes))} alone")
+        self.bind_case(run_dir, name, size, size, size)
 
 
 class GemmShapes(_MeasuredCase):

@@ -5,7 +5,7 @@ every machine, whether or not its GPU is of that architecture.
 """
 
 from . import under_test
-from .worktree import ARCHITECTURES, KERNELS
+from .worktree import ARCHITECTURES, GENERIC_ARCHITECTURES, KERNELS
 
 
 class Resources:
@@ -23,13 +23,16 @@ class Resources:
         except ImportError as exc:
             return {"unavailable": f"the commit under test cannot compile offline: {exc}"}
         try:
-            return usage_table(list(load_catalogue().values()), tuple(ARCHITECTURES))
+            return usage_table(list(load_catalogue().values()), tuple(GENERIC_ARCHITECTURES))
         except (ImportError, RuntimeError) as exc:  # NVRTC's bindings or its library are missing on this box
             return {"unavailable": f"NVRTC is not usable here: {type(exc).__name__}: {exc}"}
 
     def setup(self, table, kernel, arch):
         if "unavailable" in table:
             raise NotImplementedError(table["unavailable"])
+        if kernel in KERNELS and arch not in KERNELS[kernel].architectures(tuple(GENERIC_ARCHITECTURES)):
+            built_for = KERNELS[kernel].target or "the generic architectures"
+            raise NotImplementedError(f"{kernel} is built for {built_for}, not {arch}")
         usage = table.get((kernel, arch))
         if usage is None:
             raise NotImplementedError(f"this commit has no {kernel} kernel")

@@ -23,7 +23,10 @@ catalogue = _load_catalogue_module()
 _PATH = _ROOT / "sgemm" / "catalogue.toml"
 KERNELS = catalogue.load_catalogue(_PATH, _ROOT / "kernels")
 SIZES = catalogue.default_sizes(_PATH)
-ARCHITECTURES = catalogue.architectures(_PATH)
+PRECISIONS = catalogue.precision_names(_PATH)
+# The tracked architectures, then the architecture-specific targets kernels are built for (e.g. sm_90a).
+GENERIC_ARCHITECTURES = catalogue.architectures(_PATH)
+ARCHITECTURES = list(dict.fromkeys(GENERIC_ARCHITECTURES + [k.target for k in KERNELS.values() if k.target]))
 SWEEP_KERNELS, SWEEP_SHAPES = catalogue.sweep(_PATH)
 # The names kernels had before a rename stay parameters: a gate measures a renamed kernel under its old name at base,
 # and the old name's history goes on.

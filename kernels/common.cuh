@@ -27,3 +27,14 @@ __device__ __forceinline__ void store_epilogue4(float* c, float4 acc, float alph
     }
     *reinterpret_cast<float4*>(c) = out;
 }
+
+// The same for two consecutive elements of C; c must be 8-byte aligned.
+__device__ __forceinline__ void store_epilogue2(float* c, float x, float y, float alpha, float beta) {
+    float2 out = make_float2(alpha * x, alpha * y);
+    if (beta != 0.0f) {
+        const float2 old = *reinterpret_cast<const float2*>(c);
+        out.x += beta * old.x;
+        out.y += beta * old.y;
+    }
+    *reinterpret_cast<float2*>(c) = out;
+}

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .catalogue import Kernel
+
 MODULE = "bench_gemm"
 GEMM, SHAPES = "Gemm", "GemmShapes"
 
@@ -99,18 +101,19 @@ class SuiteCase:
         return rf"^{MODULE}\.{self.benchmark}\.({'|'.join(methods)})\({re.escape(arguments)}\)$"
 
 
-def cases_for(kernels: tuple[str, ...], sizes: list[int], sweep_kernels: list[str],
+def cases_for(kernels: list[Kernel], sizes: list[int] | None, sweep_kernels: list[str],
               sweep_shapes: list[tuple[int, int, int]], controls: tuple[str, ...] = ()) -> list[SuiteCase]:
-    """Every case of the suite that measures one of these kernels; the controls at the square sizes only.
+    """Every case of the suite that measures one of these kernels: each at the square sizes its entry lists (those
+    of them in `sizes`, when given); the controls at the square sizes only.
 
     A control tells whether the box moved between the two commits' runs: its square sizes show that, and measuring
     it again across the shape sweep would lengthen every gate for no further evidence.
     """
     cases = []
-    for name in kernels:
-        cases += [SuiteCase.square(name, size) for size in sizes]
-        if name in sweep_kernels and name not in controls:
-            cases += [SuiteCase.sweep(name, shape) for shape in sweep_shapes]
+    for kernel in kernels:
+        cases += [SuiteCase.square(kernel.name, size) for size in kernel.sizes if sizes is None or size in sizes]
+        if kernel.name in sweep_kernels and kernel.name not in controls:
+            cases += [SuiteCase.sweep(kernel.name, shape) for shape in sweep_shapes]
     return cases
 
 

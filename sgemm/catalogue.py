@@ -7,21 +7,27 @@ This module uses the standard library only, so that the asv suite can load the *
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 CATALOGUE_PATH = Path(__file__).with_name("catalogue.toml")
-PRECISIONS = ("fp32", "fp16")
-# Tolerances on the relative error against an FP64 reference. FP16 kernels are compared with the FP64 product of
-# the FP16-rounded inputs, so only their FP32 accumulation is judged.
-TOLERANCE = {"fp32": 1e-5, "fp16": 1e-4}
+# The element types a precision may name, and their sizes in bytes.
+ELEMENT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y
+MAX_SHARED_BYTES = 227 * 1024  # the most shared memory a block may have on sm_90 (dynamic and static together)
+GRID_RULES = ("tiles", "persistent")
+TMA_OPERANDS = ("A", "B", "C")  # the order a kernel receives their descriptors in, after its other arguments
+TMA_SWIZZLES = (0, 32, 64, 128)  # bytes; 0: none
+MAX_TMA_BOX = 256  # elements along each dimension of a TMA box
 
 _REQUIRED = {"name", "technique", "min_compute_capability"}
 _COMPILED = {"source", "entry", "block_threads", "block_tile", "multiple_of"}
-_OPTIONAL = {"library", "origins", "pitch", "may_spill", "renamed_from"}
+_LAUNCH = {"shared_memory", "cluster", "grid", "tma", "target"}
+_OPTIONAL = {"library", "origins", "pitch", "may_spill", "renamed_from", "sizes"} | _LAUNCH
+_PRECISION_FIELDS = {"name", "input", "accumulate", "output", "baseline", "tolerance", "flop_per_sm_per_clock"}
 
 
 def _default_kernel_dir() -> Path:
@@ -43,9 +49,36 @@ class UnknownKernelError(LookupError):
 
 
 @dataclass(frozen=True)
+class Precision:
+    """A [[precision]] table: the element types of a GEMM, its baseline kernel, its error bound and its peak rate."""
+
+    name: str  # e.g. "bf16": the first part of its kernels' names
+    input: str  # element type of A and B (a key of ELEMENT_BYTES)
+    accumulate: str  # the type products are summed in
+    output: str  # element type of C
+    baseline: str  # the kernel every kernel of this precision is measured against (cuBLAS), and the gate's control
+    tolerance: float  # the largest relative error against FP64 a kernel may have
+    # (compute capability, dense FLOP per SM per clock) pairs, for "% of peak"; an architecture not listed: unknown
+    flop_per_sm_per_clock: tuple[tuple[int, int], ...]
+
+    def rate(self, compute_capability: int) -> int | None:
+        """Dense FLOP per SM per clock on this architecture, or None where the table does not say."""
+        return dict(self.flop_per_sm_per_clock).get(compute_capability)
+
+
+@dataclass(frozen=True)
 class Origin:
     seed: str
     label: str
+
+
+@dataclass(frozen=True)
+class TmaOperand:
+    """A tensor-memory-accelerator descriptor a kernel receives for one of its matrices, built on the host."""
+
+    operand: str  # "A", "B" or "C"
+    box: tuple[int, int]  # [rows, columns] of the matrix one copy moves (columns: the contiguous dimension)
+    swizzle: int  # bytes: 0, 32, 64 or 128
 
 
 @dataclass(frozen=True)
@@ -53,6 +86,7 @@ class Kernel:
     name: str
     technique: str
     min_compute_capability: int
+    types: Precision
     origins: tuple[Origin, ...] = ()
     library: str | None = None
     source: str | None = None
@@ -63,6 +97,12 @@ class Kernel:
     pitch: int = 1  # rows of A, B and C are allocated padded to a multiple of this many elements
     may_spill: bool = False  # ptxas may spill registers for this kernel without failing the resource check
     renamed_from: tuple[str, ...] = ()  # the names this kernel had before: the gate compares it with them at base
+    sizes: tuple[int, ...] = ()  # the square sizes the asv suite times it at
+    shared_memory: int = 0  # dynamic shared memory per block, in bytes
+    cluster: tuple[int, int, int] = (1, 1, 1)  # blocks per thread-block cluster
+    grid_rule: str = "tiles"  # "tiles": a block per tile of C; "persistent": as many blocks as the GPU holds at once
+    tma: tuple[TmaOperand, ...] = ()  # in the order of TMA_OPERANDS
+    target: str | None = None  # an architecture-specific target (e.g. "sm_90a"): compiled for it alone
 
     @property
     def precision(self) -> str:
@@ -75,7 +115,27 @@ class Kernel:
 
     @property
     def tolerance(self) -> float:
-        return TOLERANCE[self.precision]
+        return self.types.tolerance
+
+    @property
+    def target_compute_capability(self) -> int | None:
+        """The one compute capability an architecture-specific kernel runs on (90 for sm_90a), else None."""
+        return int(self.target[3:-1]) if self.target else None
+
+    def architectures(self, tracked: tuple[str, ...]) -> tuple[str, ...]:
+        """The architectures it is compiled for offline: its own target, or every tracked architecture."""
+        return (self.target,) if self.target else tuple(tracked)
+
+    def gpu_problem(self, compute_capability: int) -> str | None:
+        """Why it cannot run on a GPU of this compute capability, or None."""
+        cc = f"{compute_capability // 10}.{compute_capability % 10}"
+        if self.target and compute_capability != self.target_compute_capability:
+            need = self.target_compute_capability
+            return (f"{self.name} is built for {self.target}, which runs on compute capability "
+                    f"{need // 10}.{need % 10} alone; this GPU has {cc}")
+        if compute_capability < self.min_compute_capability:
+            return f"{self.name} needs compute capability {self.min_compute_capability / 10:.1f}, this GPU has {cc}"
+        return None
 
     def shape_problem(self, m: int, n: int, k: int) -> str | None:
         """Why this kernel cannot compute an M x N x K product, or None if it can."""
@@ -86,20 +146,48 @@ class Kernel:
                 return f"{self.name} needs {dim} to be a multiple of {multiple} (got {dim}={size})"
         if self.library:
             return None
-        if self.grid(m, n)[1] > MAX_GRID_Y:
+        tiles = self.tiles(m, n)
+        if self.grid_rule == "tiles" and tiles[1] > MAX_GRID_Y:
             return f"{self.name} puts M on the grid's y axis, which allows {MAX_GRID_Y} blocks: M={m} needs more"
+        if self.grid_rule == "tiles" and (tiles[0] % self.cluster[0] or tiles[1] % self.cluster[1]):
+            return (f"{self.name} runs in clusters of {self.cluster[0]}x{self.cluster[1]} blocks: its "
+                    f"{tiles[0]}x{tiles[1]} tiles at {m}x{n}x{k} do not divide into them")
+        if (tiles[0] * tiles[1]) % math.prod(self.cluster):
+            return (f"{self.name} runs in clusters of {math.prod(self.cluster)} blocks: its {tiles[0] * tiles[1]} "
+                    f"tiles at {m}x{n}x{k} do not divide into them")
         lda, ldb, ldc = self.leading_dimensions(m, n, k)
         if max(m * lda, k * ldb, m * ldc) >= 2**31:
             return f"{self.name} indexes its matrices with 32-bit ints: {m}x{n}x{k} has more than 2^31 elements"
+        strides = dict(zip(TMA_OPERANDS, (lda, ldb, ldc)))
+        for copy in self.tma:
+            stride_bytes = strides[copy.operand] * self.element_bytes(copy.operand)
+            if stride_bytes % 16:
+                return (f"{self.name} copies {copy.operand} with the TMA, whose row stride must be a multiple of 16 "
+                        f"bytes: {stride_bytes} at {m}x{n}x{k}")
         return None
+
+    def element_bytes(self, operand: str) -> int:
+        """Bytes per element of A, B or C."""
+        return ELEMENT_BYTES[self.types.output if operand == "C" else self.types.input]
 
     def leading_dimensions(self, m: int, n: int, k: int) -> tuple[int, int, int]:
         """Row strides (in elements) of A, B and C: K, N, N rounded up to the pitch."""
         return tuple(math.ceil(size / self.pitch) * self.pitch for size in (k, n, n))
 
-    def grid(self, m: int, n: int) -> tuple[int, int, int]:
+    def tiles(self, m: int, n: int) -> tuple[int, int]:
+        """Tiles of C across N and down M."""
         rows, cols = self.block_tile
-        return (math.ceil(n / cols), math.ceil(m / rows), 1)
+        return math.ceil(n / cols), math.ceil(m / rows)
+
+    def grid(self, m: int, n: int, resident_blocks: int | None = None) -> tuple[int, int, int]:
+        """The launch grid: a block per tile (x over N, y over M), or for a persistent kernel as many blocks as the
+        GPU holds at once (`resident_blocks`, a multiple of the cluster), never more than there are tiles."""
+        across, down = self.tiles(m, n)
+        if self.grid_rule == "tiles":
+            return (across, down, 1)
+        if not resident_blocks:
+            raise ValueError(f"{self.name} has a persistent grid: how many blocks the GPU holds at once is needed")
+        return (min(resident_blocks, across * down), 1, 1)
 
     def block(self) -> tuple[int, int, int]:
         return (*self.block_threads, 1)
@@ -124,25 +212,75 @@ def _renamed_from(name: str, value) -> tuple[str, ...]:
     return tuple(old_names)
 
 
-def _kernel_from_table(table: dict, kernel_dir: Path) -> Kernel:
+def _sizes(name: str, value, suite: dict) -> tuple[int, ...]:
+    sizes = suite["kernel_sizes"] if value is None else value
+    if not (isinstance(sizes, list) and sizes and all(size in suite["sizes"] for size in sizes)):
+        raise CatalogueError(f"{name}: sizes must be some of the suite's sizes {suite['sizes']}, got {value!r}")
+    return tuple(sizes)
+
+
+def _tma(name: str, value, types: Precision) -> tuple[TmaOperand, ...]:
+    if not isinstance(value, dict) or not set(value) <= set(TMA_OPERANDS):
+        raise CatalogueError(f"{name}: tma maps operands {TMA_OPERANDS} to {{ box = [rows, cols], swizzle = bytes }}")
+    copies = []
+    for operand in TMA_OPERANDS:
+        if operand not in value:
+            continue
+        spec = value[operand]
+        if not isinstance(spec, dict) or set(spec) != {"box", "swizzle"}:
+            raise CatalogueError(f"{name}: tma.{operand} needs exactly box and swizzle, got {spec!r}")
+        box = _pair(name, f"tma.{operand}.box", spec["box"])
+        if max(box) > MAX_TMA_BOX:
+            raise CatalogueError(f"{name}: tma.{operand}.box {list(box)}: at most {MAX_TMA_BOX} a dimension")
+        if spec["swizzle"] not in TMA_SWIZZLES:
+            raise CatalogueError(f"{name}: tma.{operand}.swizzle must be one of {TMA_SWIZZLES} bytes")
+        row_bytes = box[1] * ELEMENT_BYTES[types.output if operand == "C" else types.input]
+        if spec["swizzle"] and row_bytes > spec["swizzle"]:
+            raise CatalogueError(f"{name}: tma.{operand}: a row of the box ({row_bytes} bytes) must fit the "
+                                 f"{spec['swizzle']}-byte swizzle")
+        copies.append(TmaOperand(operand, box, spec["swizzle"]))
+    return tuple(copies)
+
+
+def _launch_fields(name: str, table: dict, types: Precision) -> dict:
+    """shared_memory, cluster, grid, tma and target, checked."""
+    shared = table.get("shared_memory", 0)
+    if not (isinstance(shared, int) and 0 <= shared <= MAX_SHARED_BYTES):
+        raise CatalogueError(f"{name}: shared_memory must be 0 to {MAX_SHARED_BYTES} bytes, got {shared!r}")
+    cluster = table.get("cluster", [1, 1, 1])
+    if not (isinstance(cluster, list) and len(cluster) == 3 and all(isinstance(c, int) and c > 0 for c in cluster)):
+        raise CatalogueError(f"{name}: cluster must be three positive integers, got {cluster!r}")
+    grid = table.get("grid", "tiles")
+    if grid not in GRID_RULES:
+        raise CatalogueError(f"{name}: grid must be one of {GRID_RULES}, got {grid!r}")
+    target = table.get("target")
+    if target is not None and not (isinstance(target, str) and re.fullmatch(r"sm_\d+a", target)):
+        raise CatalogueError(f"{name}: target names an architecture-specific target such as 'sm_90a', got {target!r}")
+    return dict(shared_memory=shared, cluster=tuple(cluster), grid_rule=grid, target=target,
+                tma=_tma(name, table.get("tma", {}), types))
+
+
+def _kernel_from_table(table: dict, kernel_dir: Path, precisions: dict[str, Precision], suite: dict) -> Kernel:
     name = table.get("name", "<unnamed>")
     missing = _REQUIRED - table.keys()
     unknown = table.keys() - _REQUIRED - _COMPILED - _OPTIONAL
     if missing or unknown:
         raise CatalogueError(f"{name}: missing fields {sorted(missing)}, unknown fields {sorted(unknown)}")
     precision, _, family = name.partition("/")
-    if precision not in PRECISIONS or not family or "/" in family:
-        raise CatalogueError(f"{name}: a name is '<precision>/<kernel>' with precision one of {PRECISIONS}")
+    if precision not in precisions or not family or "/" in family:
+        raise CatalogueError(f"{name}: a name is '<precision>/<kernel>' with precision one of {tuple(precisions)}")
     origins = tuple(Origin(o["seed"], o["label"]) for o in table.get("origins", []))
     common = dict(
         name=name,
         technique=table["technique"],
         min_compute_capability=int(table["min_compute_capability"]),
+        types=precisions[precision],
         origins=origins,
         renamed_from=_renamed_from(name, table.get("renamed_from", [])),
+        sizes=_sizes(name, table.get("sizes"), suite),
     )
     if "library" in table:
-        if extra := table.keys() & (_COMPILED | {"pitch", "may_spill"}):
+        if extra := table.keys() & (_COMPILED | _LAUNCH | {"pitch", "may_spill"}):
             raise CatalogueError(f"{name}: a library kernel has no {sorted(extra)}")
         return Kernel(library=table["library"], **common)
 
@@ -166,23 +304,67 @@ def _kernel_from_table(table: dict, kernel_dir: Path) -> Kernel:
         multiple_of=(multiple_of["m"], multiple_of["n"], multiple_of["k"]),
         pitch=pitch,
         may_spill=table.get("may_spill", False),
+        **_launch_fields(name, table, common["types"]),
         **common,
     )
 
 
-def load_catalogue(path: Path = CATALOGUE_PATH, kernel_dir: Path = KERNEL_DIR) -> dict[str, Kernel]:
-    """All kernels by name, in file order. Raises CatalogueError naming the first bad entry."""
+def _read(path: Path) -> dict:
     try:
-        data = tomllib.loads(Path(path).read_text())
+        return tomllib.loads(Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise CatalogueError(f"cannot read {path}: {exc}") from exc
+
+
+def _precision_from_table(table: dict) -> Precision:
+    name = table.get("name", "<unnamed>")
+    if missing := _PRECISION_FIELDS - table.keys():
+        raise CatalogueError(f"precision {name}: missing fields {sorted(missing)}")
+    if unknown := table.keys() - _PRECISION_FIELDS:
+        raise CatalogueError(f"precision {name}: unknown fields {sorted(unknown)}")
+    if not re.fullmatch(r"[a-z0-9]+", name):
+        raise CatalogueError(f"precision {name!r}: a name is lower-case letters and digits")
+    for field in ("input", "accumulate", "output"):
+        if table[field] not in ELEMENT_BYTES:
+            raise CatalogueError(f"precision {name}: {field} must be one of {tuple(ELEMENT_BYTES)}, "
+                                 f"got {table[field]!r}")
+    tolerance = table["tolerance"]
+    if not (isinstance(tolerance, float) and 0 < tolerance < 1):
+        raise CatalogueError(f"precision {name}: tolerance must be a relative error between 0 and 1, "
+                             f"got {tolerance!r}")
+    try:
+        rates = tuple((int(cc), int(rate)) for cc, rate in table["flop_per_sm_per_clock"].items())
+    except (AttributeError, ValueError) as exc:
+        raise CatalogueError(f"precision {name}: flop_per_sm_per_clock maps compute capabilities (e.g. 90) to "
+                             f"whole rates: {exc}") from exc
+    return Precision(name, table["input"], table["accumulate"], table["output"], table["baseline"], tolerance, rates)
+
+
+def load_precisions(path: Path = CATALOGUE_PATH) -> dict[str, Precision]:
+    """The [[precision]] tables by name, in file order (the order the suite's precision parameter lists them)."""
+    precisions: dict[str, Precision] = {}
+    for table in _read(path).get("precision", []):
+        precision = _precision_from_table(table)
+        if precision.name in precisions:
+            raise CatalogueError(f"precision {precision.name}: listed twice")
+        precisions[precision.name] = precision
+    return precisions
+
+
+def load_catalogue(path: Path = CATALOGUE_PATH, kernel_dir: Path = KERNEL_DIR) -> dict[str, Kernel]:
+    """All kernels by name, in file order. Raises CatalogueError naming the first bad entry."""
+    data = _read(path)
+    precisions = load_precisions(path)
+    suite = _suite(path)
     kernels: dict[str, Kernel] = {}
     for table in data.get("kernel", []):
-        kernel = _kernel_from_table(table, Path(kernel_dir))
+        kernel = _kernel_from_table(table, Path(kernel_dir), precisions, suite)
         if kernel.name in kernels:
             raise CatalogueError(f"{kernel.name}: listed twice")
         kernels[kernel.name] = kernel
     _check_old_names(kernels)
+    for precision in precisions.values():
+        baseline(precision.name, kernels)
     return kernels
 
 
@@ -206,26 +388,33 @@ def _suite(path: Path) -> dict:
 
 
 def default_sizes(path: Path = CATALOGUE_PATH) -> list[int]:
-    """The square sizes the asv suite and `sgemm bench` sweep by default."""
+    """Every square size of the asv suite (each kernel is timed at those of them its entry lists)."""
     return list(_suite(path)["sizes"])
+
+
+def precision_names(path: Path = CATALOGUE_PATH) -> list[str]:
+    """The precisions in catalogue order: the asv suite's `precision` parameter."""
+    return list(load_precisions(path))
 
 
 @dataclass(frozen=True)
 class Seed:
-    file: str
+    file: str  # a worklog in seeds/, or the address of a public one: what a kernel's origins name
     title: str
-    size: int  # the square size the seed's own table reports
+    sizes: tuple[int, ...]  # the square sizes the worklog's own tables report
+    short_name: str = ""  # what reports and `--seed` call it; the file's first three characters by default
 
     @property
     def number(self) -> str:
-        return self.file[:3]
+        return self.short_name or self.file[:3]
 
 
 def seeds(path: Path = CATALOGUE_PATH) -> list[Seed]:
     """The [[seed]] tables: the worklogs the kernels' origins point to, in file order."""
     try:
         tables = tomllib.loads(Path(path).read_text()).get("seed", [])
-        return [Seed(t["file"], t["title"], int(t["size"])) for t in tables]
+        return [Seed(t["file"], t["title"], tuple(int(size) for size in t["sizes"]), t.get("name", ""))
+                for t in tables]
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
         raise CatalogueError(f"cannot read the [[seed]] tables of {path}: {exc}") from exc
 
@@ -248,13 +437,17 @@ def architectures(path: Path = CATALOGUE_PATH) -> list[str]:
 
 
 def baseline(precision: str, kernels: dict[str, Kernel] | None = None) -> Kernel:
-    """The library kernel that a precision's kernels are measured against (cuBLAS), and the gate's control."""
+    """The library kernel that a precision's kernels are measured against (cuBLAS), and the gate's control: the
+    one its [[precision]] table names."""
     kernels = load_catalogue() if kernels is None else kernels
-    found = [k for k in kernels.values() if k.library and k.precision == precision]
-    if len(found) != 1:
-        raise CatalogueError(f"precision {precision!r} needs one library kernel as its baseline, the catalogue has "
-                             f"{len(found)}")
-    return found[0]
+    types = next((k.types for k in kernels.values() if k.precision == precision), None)
+    if types is None:
+        raise CatalogueError(f"precision {precision!r} has no kernels in the catalogue")
+    found = kernels.get(types.baseline)
+    if found is None or not found.library or found.precision != precision:
+        raise CatalogueError(f"precision {precision!r} names {types.baseline!r} as its baseline, which is not a "
+                             f"library kernel of that precision in the catalogue")
+    return found
 
 
 def get_kernel(name: str, kernels: dict[str, Kernel] | None = None) -> Kernel:

@@ -117,10 +117,11 @@ def print_table(header: list[str], rows: list[list[str]], width: int | None = No
 
 
 def _cases(kernels: list, shapes, info: Gpu) -> tuple[list[Case], list[tuple[Case, str]]]:
-    """The selected cases this GPU can run, and those it skips with the reason."""
+    """The selected cases this GPU can run, and those it skips with the reason; with no shapes given, each kernel at
+    the square sizes the suite times it at."""
     runnable, skipped = [], []
     for kernel in kernels:
-        for m, n, k in shapes:
+        for m, n, k in shapes or [(size, size, size) for size in kernel.sizes]:
             case = Case(kernel, m, n, k)
             if reason := skip_reason(kernel, m, n, k, info):
                 skipped.append((case, reason))
@@ -131,15 +132,18 @@ def _cases(kernels: list, shapes, info: Gpu) -> tuple[list[Case], list[tuple[Cas
 
 def cmd_list(args) -> int:
     rows = []
+    seed_names = {seed.file: seed.number for seed in catalogue.seeds()}
     for kernel in catalogue.select(args.kernel):
         shapes = "any" if kernel.multiple_of == (1, 1, 1) else "M%{} N%{} K%{}".format(*kernel.multiple_of)
+        # An architecture-specific kernel runs on that architecture alone: its target says more than a minimum.
+        runs_on = kernel.target or f"{kernel.min_compute_capability / 10:.1f}"
         if args.wide:
-            origin = ", ".join(f"{o.seed[:3]} {o.label}" for o in kernel.origins)
-            rows.append([kernel.name, kernel.library or f"{kernel.source} {kernel.entry}", shapes,
-                         f"{kernel.min_compute_capability / 10:.1f}", origin, kernel.technique])
+            origin = ", ".join(f"{seed_names.get(o.seed, o.seed)} {o.label}" for o in kernel.origins)
+            rows.append([kernel.name, kernel.library or f"{kernel.source} {kernel.entry}", shapes, runs_on, origin,
+                         kernel.technique])
         else:
-            seeds = " ".join(dict.fromkeys(o.seed[:3] for o in kernel.origins))
-            rows.append([kernel.name, shapes, f"{kernel.min_compute_capability / 10:.1f}", seeds, kernel.technique])
+            seeds = " ".join(dict.fromkeys(seed_names.get(o.seed, o.seed) for o in kernel.origins))
+            rows.append([kernel.name, shapes, runs_on, seeds, kernel.technique])
     if args.wide:
         print_table(["kernel", "source", "shapes", "min cc", "seed", "technique"], rows)
     else:  # one line a kernel, as wide as the terminal
@@ -180,7 +184,7 @@ def cmd_bench(args) -> int:
     from .measuring.record import run_cases
 
     kernels = catalogue.select(args.kernel)  # an unknown kernel is bad input, said before CUDA is touched
-    shapes = args.shape or [(s, s, s) for s in (args.size or catalogue.default_sizes())]
+    shapes = args.shape or [(s, s, s) for s in args.size or ()]
     if args.json and (problem := _writable_file_problem("--json", args.json)):
         print(f"sgemm bench: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -541,7 +545,7 @@ def cmd_report(args) -> int:
     else:
         info = device_info(args.device)  # NoGpuError says why there is no GPU to measure on
         gpu = _with_nvml(info, args.device)
-        points = measured_points(seeds, kernels, args.size or catalogue.default_sizes(), info, args.device,
+        points = measured_points(seeds, kernels, args.size, info, args.device,
                                  lambda line: print(f"sgemm report: {line}", file=sys.stderr))
         source = "a fresh measurement on this GPU (NVBench, after an FP64 check of every kernel)"
     header = header_lines(gpu, source, _command_line(args))
@@ -579,7 +583,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--beta", type=_finite, default=0.0)
     bench = add("bench", cmd_bench, "verify, then time kernels with NVBench and print a table")
     shapes = bench.add_mutually_exclusive_group()
-    shapes.add_argument("--size", type=_size, action="append", help="square size (repeatable; default: the suite's)")
+    shapes.add_argument("--size", type=_size, action="append", help="square size (repeatable; default: the sizes "
+                        "the suite times each kernel at)")
     shapes.add_argument("--shape", type=parse_shape, action="append", help="MxNxK (repeatable)")
     bench.add_argument("--json", help="also write every case's samples and telemetry to this file")
     report = add("report", cmd_report, "rebuild the seed worklogs' tables and plots, from asv results or a fresh "
@@ -588,9 +593,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--machine", type=_machine_name, help="asv machine name under --results (default: "
                         "this box's)")
     report.add_argument("--commit", help="commit hash or prefix (default: the newest run of the machine)")
-    report.add_argument("--seed", action="append", help="seed number, e.g. 001 (repeatable; default: every seed)")
+    report.add_argument("--seed", action="append", help="seed number or name, e.g. 001 or hopper (repeatable; "
+                        "default: every seed)")
     report.add_argument("--size", type=_size, action="append", help="square size to measure (repeatable; fresh "
-                        "runs)")
+                        "runs; default: the sizes the suite times each kernel at)")
     report.add_argument("--across-gpus", action="store_true", help="one table per precision with a column group "
                         "per GPU, from every machine in --results (e.g. merged results); --size picks the size")
     report.add_argument("--out", required=True, help="directory for README.md, the PNG plots and points.json")
@@ -648,8 +654,8 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_argument("--html", required=True, help="the site's directory: new, empty, or a site sgemm publish "
                          "made (replaced whole once the new one is built); never the repository or the results")
     publish.add_argument("--repo", default=".", help="the repository the results were measured from (default: .)")
-    publish.add_argument("--size", type=_size, help="square size of the cross-GPU page (default: the largest size "
-                         "every GPU measured)")
+    publish.add_argument("--size", type=_size, help="square size of the cross-GPU page (default: the size every "
+                         "GPU measured that shows the most kernels)")
     publish.add_argument("--npm-cache", help="folder of the libraries' npm tarballs: read when it holds them, "
                          "filled when the registry is reachable (needed offline)")
     noise = add("noise", cmd_noise, "learn each case's between-round noise on one machine from asv results of "

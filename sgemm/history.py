@@ -51,7 +51,7 @@ class Plan:
 
     machine: str
     commits: tuple[str, ...]  # exactly what will be measured, newest first
-    bench: str | None  # asv's --bench, None for every benchmark
+    bench: tuple[str, ...]  # asv's --bench expressions: what it runs
     left_out: tuple[str, ...]  # suites this box cannot run, in words
     seconds_per_commit: float | None  # from this machine's newest run, when there is one
 
@@ -100,7 +100,8 @@ def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int = DE
     else:
         commits = _git(repo, "rev-list", "--first-parent", f"--max-count={first}", BRANCH).split()
         seconds = None
-    return Plan(machine, tuple(commits), None if gpu else RESOURCES_ONLY, () if gpu else GPU_SUITES, seconds)
+    bench = tuple(case_patterns(suite_cases(repo))) + NOT_CASES if gpu else (RESOURCES_ONLY,)
+    return Plan(machine, tuple(commits), bench, () if gpu else GPU_SUITES, seconds)
 
 
 def cuda_site() -> str:
@@ -143,8 +144,8 @@ def run(repo: Path, chosen: Plan, results_dir: Path, work_dir: Path) -> int:
         hashes = Path(scratch) / "commits"
         hashes.write_text("\n".join(chosen.commits) + "\n")
         command = _asv_run(chosen, hashes) + ["--config", str(config), "--skip-existing-commits"]
-        if chosen.bench:
-            command += ["--bench", chosen.bench]
+        for pattern in chosen.bench:
+            command += ["--bench", pattern]
         return subprocess.run(command, cwd=repo, env=_asv_environment()).returncode
 
 
@@ -155,12 +156,22 @@ NOT_CASES = (r"^bench_gpu\.", r"^bench_resources\.")
 PROGRESS_EVERY_S = 60
 
 
+def case_patterns(cases: list[asvsuite.SuiteCase]) -> list[str]:
+    """asv's --bench expressions for exactly these cases, every track of each.
+
+    The suite's classes cross every kernel with every size and precision, and most of those combinations are no
+    case (an FP32 kernel has no BF16 form; the FP32 ladder is not timed at 8192). asv starts a process for each
+    combination of each track even to skip it, about 5,000 of them a run; naming the cases starts none of those.
+    """
+    return [case.pattern(asvsuite.TRACKS) for case in cases]
+
+
 def suite_cases(repo: Path) -> list[asvsuite.SuiteCase]:
-    """Every case of the working tree's suite."""
+    """Every case of the working tree's suite: each kernel at the sizes its entry lists, and the shape sweep."""
     path = repo / "sgemm" / "catalogue.toml"
     kernels = catalogue.load_catalogue(path, repo / "kernels")
     sweep_kernels, sweep_shapes = catalogue.sweep(path)
-    return asvsuite.cases_for(tuple(kernels), catalogue.default_sizes(path), sweep_kernels, sweep_shapes)
+    return asvsuite.cases_for(list(kernels.values()), None, sweep_kernels, sweep_shapes)
 
 
 def shard_plan(repo: Path, results_dir: Path, machine: str, gpus: list[int]) -> list[Shard]:
@@ -225,7 +236,7 @@ def run_sharded(repo: Path, chosen: Plan, results_dir: Path, shards: list[Shard]
         config = write_asv_config(repo, folder / "asv.conf.json", results_dir=folder / "results",
                                   env_dir=folder / "env", html_dir=folder / "html")
         command = _asv_run(chosen, hashes) + ["--config", str(config)]
-        for pattern in shard.bench_patterns() + (list(NOT_CASES) if shard is shards[0] else []):
+        for pattern in case_patterns(list(shard.cases)) + (list(NOT_CASES) if shard is shards[0] else []):
             command += ["--bench", pattern]
         log = folder / "asv.log"
         env = dict(_asv_environment(), **_shard_home(folder / "home"), CUDA_VISIBLE_DEVICES=uuids[shard.gpu])

@@ -40,9 +40,7 @@ class Shard:
     cases: tuple[SuiteCase, ...]
     seconds: float  # expected, from the recorded costs
 
-    def bench_patterns(self) -> list[str]:
-        """asv's --bench expressions for exactly this shard's cases, every track of each."""
-        return [case.pattern(asvsuite.TRACKS) for case in self.cases]
+
 
 
 def identical_gpus(models: list[str]) -> list[int]:

@@ -8,6 +8,7 @@ import pytest
 
 from sgemm import asvsuite
 from sgemm.asvsuite import GEMM, ROUND_TIME, SHAPES, TIME, SuiteCase, cases_for
+from sgemm.catalogue import get_kernel
 
 from conftest import write_asv_run
 
@@ -38,11 +39,20 @@ def test_the_pattern_selects_exactly_its_case_and_methods_as_asv_matches_names()
 
 
 def test_controls_are_measured_at_the_square_sizes_only():
-    cases = cases_for(("fp32/naive", "fp32/cublas"), [64, 128], ["fp32/naive", "fp32/cublas"], [(64, 32, 16)],
+    naive, cublas = get_kernel("fp32/naive"), get_kernel("fp32/cublas")
+    cases = cases_for([naive, cublas], [1024, 2048], ["fp32/naive", "fp32/cublas"], [(64, 32, 16)],
                       controls=("fp32/cublas",))
-    assert [c.label for c in cases] == ["fp32/naive 64x64x64", "fp32/naive 128x128x128",
+    assert [c.label for c in cases] == ["fp32/naive 1024x1024x1024", "fp32/naive 2048x2048x2048",
                                         "fp32/naive 64x32x16 (shape sweep)",
-                                        "fp32/cublas 64x64x64", "fp32/cublas 128x128x128"]
+                                        "fp32/cublas 1024x1024x1024", "fp32/cublas 2048x2048x2048"]
+
+
+def test_each_kernel_is_a_case_at_its_own_sizes():
+    kernels = [get_kernel("fp32/naive"), get_kernel("bf16/wgmma_tma"), get_kernel("fp16/cublas")]
+    assert [c.label for c in cases_for(kernels, [4096, 8192], [], [])] == [
+        "fp32/naive 4096x4096x4096", "bf16/wgmma_tma 4096x4096x4096", "bf16/wgmma_tma 8192x8192x8192",
+        "fp16/cublas 4096x4096x4096", "fp16/cublas 8192x8192x8192"]
+    assert len(cases_for(kernels, None, [], [])) == 4 + 2 + 5  # every size each entry lists
 
 
 @pytest.fixture

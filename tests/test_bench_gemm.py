@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sgemm.catalogue import PRECISIONS, default_sizes, load_catalogue, sweep
+from sgemm.catalogue import default_sizes, load_catalogue, precision_names, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +24,7 @@ def load_suite():
 def test_parameters_come_from_the_catalogue():
     kernels, sizes, precisions = load_suite().Gemm.params
     assert set(kernels) == {k.family for k in load_catalogue().values()}
-    assert sizes == default_sizes() and precisions == list(PRECISIONS)
+    assert sizes == default_sizes() and precisions == precision_names()
 
 
 def test_the_shape_sweep_comes_from_the_catalogue_and_names_real_kernels():
@@ -51,8 +51,16 @@ def test_a_combination_without_a_kernel_is_a_skip(tmp_path):
 
 def test_a_shape_the_kernel_does_not_claim_is_a_skip(tmp_path):
     gemm = load_suite().Gemm()
-    with pytest.raises(NotImplementedError, match="multiple of 4"):
-        gemm.setup(str(tmp_path), "float4", 1001, "fp32")
+    with pytest.raises(NotImplementedError, match="M to be a multiple of 16"):
+        gemm.setup(str(tmp_path), "wmma_naive", 1000, "fp16")
+
+
+def test_a_size_the_kernel_is_not_timed_at_is_a_skip(tmp_path):
+    gemm = load_suite().Gemm()
+    with pytest.raises(NotImplementedError, match="fp32/naive is timed at 1000, 1024, 2048, 4096 alone"):
+        gemm.setup(str(tmp_path), "naive", 8192, "fp32")
+    with pytest.raises(NotImplementedError, match="bf16/wgmma_tma is timed at 4096, 8192 alone"):
+        gemm.setup(str(tmp_path), "wgmma_tma", 1024, "bf16")
 
 
 def test_asv_discovers_the_suite_without_a_gpu(tmp_path):

@@ -20,10 +20,18 @@ def load_suite():
         sys.path.remove(str(ROOT))
 
 
-def test_parameters_are_every_compiled_kernel_on_every_tracked_architecture():
+def test_parameters_are_every_compiled_kernel_on_every_tracked_architecture_and_target():
     kernels, archs = load_suite().Resources.params
     assert kernels == [k.name for k in load_catalogue().values() if not k.library]
-    assert archs == architectures() and "sm_90" in archs
+    assert archs == architectures() + ["sm_90a"] and "sm_90" in archs  # append only: history is keyed by them
+
+
+def test_a_kernel_is_not_tracked_on_an_architecture_it_is_not_built_for():
+    suite = load_suite().Resources()
+    with pytest.raises(NotImplementedError, match="fp16/wgmma_tma is built for sm_90a, not sm_90"):
+        suite.setup({}, "fp16/wgmma_tma", "sm_90")
+    with pytest.raises(NotImplementedError, match="fp32/naive is built for the generic architectures, not sm_90a"):
+        suite.setup({}, "fp32/naive", "sm_90a")
 
 
 def test_figures_come_from_the_cached_table():
@@ -49,6 +57,6 @@ def test_a_kernel_the_commit_lacks_is_a_skip_and_a_compile_error_a_failure():
 def test_setup_cache_compiles_every_kernel_for_every_architecture():
     table = load_suite().Resources().setup_cache()
     compiled = [k for k in load_catalogue().values() if not k.library]
-    assert set(table) == {(k.name, arch) for k in compiled for arch in architectures()}
+    assert set(table) == {(k.name, arch) for k in compiled for arch in k.architectures(tuple(architectures()))}
     failures = {key: value for key, value in table.items() if isinstance(value, str)}
     assert not failures

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import os
 import re
@@ -16,9 +17,22 @@ COMPILED = [k for k in KERNELS.values() if not k.library]
 
 
 def test_names_are_precision_slash_kernel():
+    precisions = catalogue.precision_names()
+    assert precisions[:3] == ["fp32", "fp16", "bf16"]  # the suite's parameter: append only
     for name, kernel in KERNELS.items():
-        assert re.fullmatch(r"(fp32|fp16)/[a-z0-9_]+", name), name
-        assert kernel.precision in catalogue.PRECISIONS
+        assert re.fullmatch(r"[a-z0-9]+/[a-z0-9_]+", name), name
+        assert kernel.precision in precisions and kernel.types.name == kernel.precision
+
+
+def test_every_precision_names_its_types_baseline_and_bound():
+    precisions = catalogue.load_precisions()
+    assert (precisions["bf16"].input, precisions["bf16"].accumulate, precisions["bf16"].output) == (
+        "bf16", "fp32", "fp32")
+    assert precisions["fp32"].tolerance == 1e-5 and precisions["fp16"].tolerance == precisions["bf16"].tolerance
+    for precision in precisions.values():
+        assert catalogue.baseline(precision.name, KERNELS).name == precision.baseline
+        assert KERNELS[precision.baseline].library == "cublas"
+    assert precisions["bf16"].rate(75) is None and precisions["bf16"].rate(90) == 4096
 
 
 def test_every_source_file_belongs_to_an_entry():
@@ -74,9 +88,55 @@ def test_suite_sizes_include_a_size_no_tile_divides():
 def test_each_precision_has_one_baseline_the_library_kernel():
     assert catalogue.baseline("fp32", KERNELS).name == "fp32/cublas"
     assert catalogue.baseline("fp16", KERNELS).name == "fp16/cublas"
+    assert catalogue.baseline("bf16", KERNELS).name == "bf16/cublas"
     without = {name: kernel for name, kernel in KERNELS.items() if name != "fp16/cublas"}
-    with pytest.raises(CatalogueError, match="precision 'fp16' needs one library kernel as its baseline"):
+    with pytest.raises(CatalogueError, match="precision 'fp16' names 'fp16/cublas' as its baseline, which is not"):
         catalogue.baseline("fp16", without)
+
+
+def test_kernels_are_timed_at_their_own_sizes_of_the_suite():
+    assert catalogue.default_sizes() == [1000, 1024, 2048, 4096, 8192]
+    assert KERNELS["fp32/naive"].sizes == (1000, 1024, 2048, 4096)  # [suite] kernel_sizes: no 8192
+    assert KERNELS["fp16/cublas"].sizes == (1000, 1024, 2048, 4096, 8192)
+    hopper = [k for k in COMPILED if k.target == "sm_90a"]
+    assert len(hopper) == 14 and all(k.sizes == (4096, 8192) for k in hopper)
+    for kernel in KERNELS.values():
+        assert set(kernel.sizes) <= set(catalogue.default_sizes())
+        reference = catalogue.baseline(kernel.precision, KERNELS)
+        assert set(kernel.sizes) <= set(reference.sizes), f"{kernel.name} is timed where its baseline is not"
+        assert any(kernel.shape_problem(size, size, size) is None for size in kernel.sizes), kernel.name
+
+
+def test_a_persistent_grid_holds_what_the_gpu_holds_and_no_more_than_the_tiles():
+    kernel = KERNELS["fp16/wgmma_cluster"]  # 128 x 256 tiles, clusters of 2
+    assert kernel.grid_rule == "persistent" and kernel.cluster == (2, 1, 1)
+    assert kernel.grid(8192, 8192, resident_blocks=132) == (132, 1, 1)  # 64 x 32 tiles, more than 132
+    assert kernel.grid(256, 512, resident_blocks=132) == (4, 1, 1)  # 2 x 2 tiles
+    with pytest.raises(ValueError, match="persistent grid"):
+        kernel.grid(8192, 8192)
+    assert KERNELS["fp16/wgmma_pipelined"].grid(4096, 4096) == (16, 32, 1)  # a block per tile
+
+
+def test_cluster_and_tma_shape_rules():
+    cluster = KERNELS["bf16/wgmma_cluster"]
+    assert cluster.shape_problem(4096, 4096, 4096) is None
+    assert "M to be a multiple of 256" in cluster.shape_problem(128, 4096, 4096)
+    loose = dataclasses.replace(cluster, multiple_of=(1, 1, 1))
+    assert "do not divide into them" in loose.shape_problem(128, 256, 64)  # one tile, clusters of 2
+    assert "row stride must be a multiple of 16 bytes: 200" in loose.shape_problem(256, 256, 100)  # A: 100 BF16
+    tiles = dataclasses.replace(KERNELS["fp16/wgmma_pipelined"], cluster=(2, 1, 1))
+    assert "clusters of 2x1 blocks: its 1x2 tiles" in tiles.shape_problem(256, 256, 64)
+
+
+def test_an_architecture_specific_kernel_runs_on_its_own_architecture_alone():
+    kernel = KERNELS["fp16/wgmma_tma"]
+    assert kernel.target == "sm_90a" and kernel.architectures(("sm_80", "sm_90")) == ("sm_90a",)
+    assert kernel.gpu_problem(90) is None
+    assert "sm_90a, which runs on compute capability 9.0 alone; this GPU has 8.0" in kernel.gpu_problem(80)
+    assert "this GPU has 10.0" in kernel.gpu_problem(100)  # sm_90a code does not run on later GPUs either
+    assert KERNELS["fp16/mma_buffered"].gpu_problem(100) is None
+    assert "needs compute capability 8.0, this GPU has 7.5" in KERNELS["fp16/mma_buffered"].gpu_problem(75)
+    assert KERNELS["fp32/naive"].architectures(("sm_80", "sm_90")) == ("sm_80", "sm_90")
 
 
 def test_select_by_name_and_precision_prefix():
@@ -93,9 +153,26 @@ def test_unknown_kernel_lists_the_known_ones():
         catalogue.select(["fp64"])
 
 
-GOOD = """
+HEAD = """
+[[precision]]
+name = "fp32"
+input = "fp32"
+accumulate = "fp32"
+output = "fp32"
+baseline = "fp32/cublas"
+tolerance = 1e-5
+flop_per_sm_per_clock = { 90 = 256 }
 [suite]
-sizes = [64]
+sizes = [64, 128]
+kernel_sizes = [64]
+[[kernel]]
+name = "fp32/cublas"
+technique = "t"
+library = "cublas"
+min_compute_capability = 70
+sizes = [64, 128]
+"""
+ENTRY = """
 [[kernel]]
 name = "fp32/k"
 technique = "t"
@@ -106,19 +183,35 @@ block_tile = [1, 32]
 multiple_of = { m = 1, n = 1, k = 1 }
 min_compute_capability = 70
 """
+GOOD = HEAD + ENTRY
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda t: t.replace('name = "fp32/k"', 'name = "fp64/k"'), "precision"),
+    (lambda t: t.replace('name = "fp32/k"', 'name = "fp64/k"'), "precision one of \\('fp32',\\)"),
     (lambda t: t.replace('technique = "t"\n', ""), "missing fields"),
     (lambda t: t.replace('technique = "t"', 'technique = "t"\ncolour = "red"'), "unknown fields"),
     (lambda t: t.replace('"k.cu"', '"missing.cu"'), "is not in"),
     (lambda t: t.replace("[32, 1]", "[32]"), "two positive integers"),
     (lambda t: t.replace("m = 1, ", ""), "exactly m, n and k"),
-    (lambda t: t + t.split("[suite]\nsizes = [64]")[1], "listed twice"),
+    (lambda t: t + ENTRY, "fp32/k: listed twice"),
     (lambda t: t.replace("[[kernel]]", "[[kernel]"), "cannot read"),
     (lambda t: t + "pitch = 0\n", "pitch must be a positive integer"),
     (lambda t: t + 'may_spill = "yes"\n', "may_spill must be true or false"),
+    (lambda t: t + "sizes = [256]\n", r"sizes must be some of the suite's sizes \[64, 128\]"),
+    (lambda t: t + "shared_memory = 300000\n", "shared_memory must be 0 to 232448 bytes"),
+    (lambda t: t + "cluster = [2, 1]\n", "cluster must be three positive integers"),
+    (lambda t: t + 'grid = "waves"\n', "grid must be one of"),
+    (lambda t: t + 'target = "sm_90"\n', "architecture-specific target such as 'sm_90a'"),
+    (lambda t: t + "tma = { D = { box = [8, 8], swizzle = 0 } }\n", "tma maps operands"),
+    (lambda t: t + "tma = { A = { box = [8, 8] } }\n", "tma.A needs exactly box and swizzle"),
+    (lambda t: t + "tma = { A = { box = [8, 512], swizzle = 0 } }\n", r"tma.A.box \[8, 512\]: at most 256"),
+    (lambda t: t + "tma = { B = { box = [8, 8], swizzle = 48 } }\n", "tma.B.swizzle must be one of"),
+    (lambda t: t + "tma = { C = { box = [8, 64], swizzle = 128 } }\n", r"row of the box \(256 bytes\) must fit"),
+    (lambda t: t.replace('baseline = "fp32/cublas"', 'baseline = "fp32/k"'), "'fp32/k' as its baseline, which is not"),
+    (lambda t: t.replace('output = "fp32"', 'output = "fp64"'), "output must be one of"),
+    (lambda t: t.replace("tolerance = 1e-5", "tolerance = 2"), "tolerance must be a relative error"),
+    (lambda t: t.replace("{ 90 = 256 }", '{ hopper = 256 }'), "flop_per_sm_per_clock maps compute capabilities"),
+    (lambda t: t.replace('accumulate = "fp32"\n', ""), r"precision fp32: missing fields \['accumulate'\]"),
 ])
 def test_malformed_entries_are_named(tmp_path: Path, edit, message):
     (tmp_path / "k.cu").write_text("// k\n")
@@ -133,11 +226,24 @@ def _write(directory: Path, text: str) -> Path:
     return path
 
 
-def test_a_library_kernel_takes_no_compile_fields(tmp_path: Path):
-    text = '[[kernel]]\nname = "fp32/cublas"\ntechnique = "t"\nlibrary = "cublas"\nmin_compute_capability = 70\n'
-    load_catalogue(_write(tmp_path, text), tmp_path)
+def test_a_library_kernel_takes_no_compile_or_launch_fields(tmp_path: Path):
+    load_catalogue(_write(tmp_path, HEAD), tmp_path)
     with pytest.raises(CatalogueError, match=r"a library kernel has no \['pitch'\]"):
-        load_catalogue(_write(tmp_path, text + "pitch = 4\n"), tmp_path)
+        load_catalogue(_write(tmp_path, HEAD + "pitch = 4\n"), tmp_path)
+    with pytest.raises(CatalogueError, match=r"a library kernel has no \['cluster'\]"):
+        load_catalogue(_write(tmp_path, HEAD + "cluster = [2, 1, 1]\n"), tmp_path)
+
+
+def test_launch_fields_are_read(tmp_path: Path):
+    (tmp_path / "k.cu").write_text("// k\n")
+    text = GOOD + ('shared_memory = 1024\ncluster = [2, 1, 1]\ngrid = "persistent"\ntarget = "sm_90a"\n'
+                   "tma = { C = { box = [64, 32], swizzle = 128 }, A = { box = [128, 32], swizzle = 128 } }\n")
+    kernel = load_catalogue(_write(tmp_path, text), tmp_path)["fp32/k"]
+    assert (kernel.shared_memory, kernel.cluster, kernel.grid_rule, kernel.target) == (1024, (2, 1, 1), "persistent",
+                                                                                     "sm_90a")
+    assert [(copy.operand, copy.box, copy.swizzle) for copy in kernel.tma] == [("A", (128, 32), 128),
+                                                                                 ("C", (64, 32), 128)]
+    assert kernel.target_compute_capability == 90 and kernel.sizes == (64,)
 
 
 def test_pitched_rows_round_each_leading_dimension_up():
@@ -160,7 +266,7 @@ def test_renamed_from_takes_one_old_name_or_several(tmp_path: Path):
     assert load_catalogue(_write(tmp_path, GOOD), tmp_path)["fp32/k"].renamed_from == ()
 
 
-SECOND = GOOD.split("[suite]\nsizes = [64]")[1].replace('"fp32/k"', '"fp32/k2"')
+SECOND = ENTRY.replace('"fp32/k"', '"fp32/k2"')
 
 
 @pytest.mark.parametrize("text, message", [
@@ -226,7 +332,7 @@ print(json.dumps({
     "suite": "fixture" in bench_gemm.Gemm.params[0],
     "report": [label for label, kernel in seed_kernels(seed, kernels) if kernel.name == "fp32/fixture"],
     "registers": usage.registers,
-    "gate cases": [c.label for c in cases_for(("fp32/fixture",), [64], [], [])],
+    "gate cases": [c.label for c in cases_for([kernels["fp32/fixture"]], [1024], [], [])],
 }))
 """
 
@@ -264,6 +370,6 @@ def test_a_kernel_is_one_source_file_and_one_catalogue_entry(tmp_path, monkeypat
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["suite"] and seen["report"] == ["fixture step"] and seen["registers"] > 0
-    assert seen["gate cases"] == ["fp32/fixture 64x64x64"]
+    assert seen["gate cases"] == ["fp32/fixture 1024x1024x1024"]
     selection = select_kernels(str(tmp_path), base, head)
     assert selection.reasons["fp32/fixture"] == "new kernel" and "fp32/fixture" in selection.kernels

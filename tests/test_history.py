@@ -34,6 +34,9 @@ def repo(tmp_path):
     git(path, "config", "user.name", "t")
     git(path, "config", "user.email", "t@t")
     (path / "asv.conf.json").write_text("{}")
+    (path / "sgemm").mkdir()
+    shutil.copy(ROOT / "sgemm" / "catalogue.toml", path / "sgemm" / "catalogue.toml")
+    shutil.copytree(ROOT / "kernels", path / "kernels")
     commits = []
     for number in range(5):
         (path / "notes.txt").write_text(f"{number}\n")
@@ -48,8 +51,33 @@ def test_a_first_run_measures_the_newest_commits_only(repo, tmp_path):
     chosen = history.plan(repo, tmp_path / "results", "box", gpu=True)
     assert chosen.commits == (repo.commits[-1],)
     assert history.plan(repo, tmp_path / "results", "box", gpu=True, first=3).commits == tuple(repo.commits[:1:-1])
-    assert chosen.bench is None and chosen.left_out == ()
+    assert chosen.left_out == ()
     assert chosen.describe()[1].startswith("expected: no run of this machine to go by")
+
+
+def test_a_gpu_box_runs_every_case_of_the_suite_and_no_combination_that_is_none(repo, tmp_path):
+    chosen = history.plan(repo, tmp_path / "results", "box", gpu=True)
+
+    def runs(name: str) -> bool:
+        return any(re.search(pattern, name) for pattern in chosen.bench)
+
+    assert runs("bench_gemm.Gemm.track_time('wgmma_cluster', 8192, 'bf16')")
+    assert runs("bench_gemm.Gemm.track_card('naive', 1024, 'fp32')")
+    assert runs("bench_gemm.GemmShapes.track_time('fp32/naive', '256x1024x1024')")
+    assert runs("bench_gpu.Gpu.track_sm_count") and runs("bench_resources.Resources.track_registers('fp32/naive', 'sm_90')")
+    assert not runs("bench_gemm.Gemm.track_time('naive', 8192, 'fp32')")  # not timed at 8192
+    assert not runs("bench_gemm.Gemm.track_time('naive', 1024, 'bf16')")  # no such kernel
+    assert not runs("bench_gemm.Gemm.track_time('wgmma_tma', 2048, 'fp16')")
+    assert len(chosen.bench) == len(history.suite_cases(repo)) + len(history.NOT_CASES)
+
+
+def test_a_case_is_selected_with_every_track_and_nothing_else():
+    from sgemm.asvsuite import SuiteCase
+
+    cases = [SuiteCase.square("fp32/naive", 1024), SuiteCase.square("fp32/naive", 2048)]
+    names = [case.entry(track) for case in cases for track in ("track_time", "track_card")]
+    patterns = history.case_patterns(cases[:1])
+    assert [n for n in names if any(re.search(p, n) for p in patterns)] == names[:2]
 
 
 def test_a_later_run_measures_what_came_since_and_says_how_long(repo, tmp_path):
@@ -76,7 +104,7 @@ def test_a_measured_commit_no_longer_in_the_repository_is_ignored(repo, tmp_path
 
 def test_without_a_gpu_only_the_resource_suite_runs_and_the_rest_is_named(repo, tmp_path):
     chosen = history.plan(repo, tmp_path / "results", "box", gpu=False)
-    assert chosen.bench == history.RESOURCES_ONLY
+    assert chosen.bench == (history.RESOURCES_ONLY,)
     assert [line.split(": ", 1)[1].split()[0] for line in chosen.describe() if line.startswith("left out")] == \
         ["bench_gemm", "bench_gpu"]
 
@@ -165,9 +193,6 @@ def test_the_shards_of_a_box_are_over_identical_gpus_it_has(repo, tmp_path, monk
     from sgemm.measuring import telemetry
 
     monkeypatch.setattr(telemetry, "box_gpus", lambda: gpus)
-    (repo / "sgemm").mkdir()
-    shutil.copy(ROOT / "sgemm" / "catalogue.toml", repo / "sgemm" / "catalogue.toml")
-    shutil.copytree(ROOT / "kernels", repo / "kernels")
     if isinstance(expected, str):
         with pytest.raises(history.HistoryError, match=re.escape(expected)):
             history.box_shards(repo, tmp_path / "results", "box", requested)

@@ -63,15 +63,6 @@ def test_costs_come_from_the_recorded_samples_and_the_median_stands_in_for_the_r
     assert recorded_costs(None, [timed]) == {timed: shards.CASE_OVERHEAD_S}
 
 
-def test_a_shard_selects_exactly_its_cases():
-    import re
-
-    shard = Shard(1, (SuiteCase.square("fp32/naive", 1024),), 1.0)
-    names = [case.entry(track) for case in (SuiteCase.square("fp32/naive", 1024), SuiteCase.square("fp32/naive", 2048))
-             for track in ("track_time", "track_card")]
-    assert [n for n in names if any(re.search(p, n) for p in shard.bench_patterns())] == names[:2]
-
-
 # --- Joining: real asv runs of one commit, whole and in two shards -------------------------------------------------
 
 H200 = GpuResultsTree.H200

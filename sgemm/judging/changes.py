@@ -1,8 +1,9 @@
 """Which kernels a change between two commits can make faster or slower: what the gate measures.
 
 What a change selects:
-- A kernel whose catalogue entry changed, or whose `.cu` file or a file of kernels/ it includes (directly or through
-  another header, `#include "x.cuh"` or `#include <x.cuh>`) changed, as the file stood at base or at head.
+- A kernel whose catalogue entry or [[precision]] table changed, or whose `.cu` file or a file of kernels/ it
+  includes (directly or through another header, `#include "x.cuh"` or `#include <x.cuh>`) changed, as the file stood
+  at base or at head.
 - Every kernel when measurement code changed. That code is found, not listed: every file of the asv suite
   (benchmarks/), and every Python file of this repository it imports, transitively, following the `import`
   statements of each file as it stands at each commit. A file reached at base or at head counts, so a module that
@@ -40,7 +41,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..catalogue import CatalogueError, Kernel, default_sizes, load_catalogue, sweep
+from ..catalogue import CatalogueError, Kernel, load_catalogue, sweep
 from ..measuring.build import kernel_files
 
 CATALOGUE_FILE = "sgemm/catalogue.toml"
@@ -111,6 +112,11 @@ class _Snapshot:
     def entries(self) -> dict[str, dict]:
         """The catalogue's [[kernel]] tables by name, in file order."""
         return {table["name"]: table for table in self.catalogue.get("kernel", [])}
+
+    @functools.cached_property
+    def precisions(self) -> dict[str, dict]:
+        """The catalogue's [[precision]] tables by name."""
+        return {table.get("name"): table for table in self.catalogue.get("precision", [])}
 
 
 def select_kernels(repo: str, base: str, head: str) -> Selection:
@@ -210,13 +216,17 @@ def _module_file(module: str, paths: frozenset[str]) -> str | None:
 def _affected(before: _Snapshot, after: _Snapshot, changed: set[str], renamed: dict[str, str]) -> dict[str, str]:
     """Head's kernels the change can make faster or slower, with why."""
     reasons: dict[str, str] = {}
+    precisions_before, precisions_after = before.precisions, after.precisions
     for name, table in after.entries.items():
+        precision = name.split("/", 1)[0]
         if name in renamed:
             reasons[name] = f"renamed from {renamed[name]}"
         elif name not in before.entries:
             reasons[name] = "new kernel"
         elif table != before.entries[name]:
             reasons[name] = "catalogue entry changed"
+        elif precisions_after.get(precision) != precisions_before.get(precision):
+            reasons[name] = f"the {precision} [[precision]] table changed"
         elif "source" in table:
             files = _kernel_files(before, table["source"]) | _kernel_files(after, table["source"])
             if touched := sorted(files & changed):
@@ -322,9 +332,9 @@ def _suite_cases(snapshot: _Snapshot) -> dict[str, tuple[Kernel, list[tuple[int,
                 (root / path).write_text(snapshot.read(path))
         catalogue = root / CATALOGUE_FILE
         kernels = load_catalogue(catalogue, root / KERNEL_DIR)
-        squares = [(size, size, size) for size in default_sizes(catalogue)]
         sweep_kernels, sweep_shapes = sweep(catalogue)
-    return {name: (kernel, squares + (sweep_shapes if name in sweep_kernels else []))
+    return {name: (kernel, [(size, size, size) for size in kernel.sizes]
+                   + (sweep_shapes if name in sweep_kernels else []))
             for name, kernel in kernels.items()}
 
 

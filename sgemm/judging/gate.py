@@ -477,9 +477,8 @@ def plan(request: Request) -> Plan:
         selection = replace(selection, undeclared=selection.undeclared + tuple(
             f"`{name}` is not in the working tree's catalogue: not measured" for name in missing))
     sweep_kernels, sweep_shapes = catalogue.sweep(path) if request.sweep else ([], [])
-    cases = asvsuite.cases_for(tuple(n for n in selection.kernels if n in kernels),
-                               list(request.sizes or catalogue.default_sizes(path)), sweep_kernels, sweep_shapes,
-                               selection.controls)
+    cases = asvsuite.cases_for([kernels[n] for n in selection.kernels if n in kernels], list(request.sizes) or None,
+                               sweep_kernels, sweep_shapes, selection.controls)
     return Plan(base, head, selection, cases)
 
 

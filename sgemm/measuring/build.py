@@ -84,13 +84,18 @@ def _read_in(kernel_dir: Path, name: str) -> str | None:
 
 @functools.cache
 def compiled(kernel: Kernel):
-    """The kernel's cupy.RawKernel for the current device. Raises BuildError with NVRTC's log."""
+    """The kernel's cupy.RawKernel for the current device (CuPy keeps the binary in its cache on disk). Raises
+    BuildError with NVRTC's log."""
     import cupy
 
     if kernel.library:
         raise BuildError(f"{kernel.name} is a {kernel.library} call, not a compiled kernel")
+    # An architecture-specific target is named here; CuPy adds the plain one of the GPU (e.g. -arch=sm_90) after it,
+    # and NVRTC keeps the specific one (the same cubin either way round).
+    target = (f"-arch={kernel.target}",) if kernel.target else ()
     try:
-        module = cupy.RawModule(code=kernel_source(kernel), options=nvrtc_options(), name_expressions=[kernel.entry])
+        module = cupy.RawModule(code=kernel_source(kernel), options=(*nvrtc_options(), *target),
+                                name_expressions=[kernel.entry])
         return module.get_function(kernel.entry)
     except cupy.cuda.compiler.CompileException as exc:
         raise BuildError(f"{kernel.name}: NVRTC could not compile {kernel.source}:\n{exc.get_message()}") from exc

@@ -16,20 +16,16 @@ import numpy as np
 
 from ..catalogue import Kernel
 from .build import compiled
+from .elements import ELEMENT_TYPES
+from .launch import prepare
 
 DEFAULT_SEED = 2024
-INPUT_DTYPE = {"fp32": np.float32, "fp16": np.float16}
 
-# cuBLAS / CUDA library enums (cublas_api.h, library_types.h).
-_CUDA_R_32F, _CUDA_R_16F = 0, 2
+# cuBLAS enums (cublas_api.h).
 _CUBLAS_OP_N = 0
-_CUBLAS_COMPUTE_32F = 68  # true FP32 arithmetic: no TF32 unless asked for
+# The compute type by accumulation type: true FP32 arithmetic (no TF32 unless asked for), or FP16.
+_CUBLAS_COMPUTE = {"fp32": 68, "fp16": 64}
 _CUBLAS_GEMM_DEFAULT, _CUBLAS_GEMM_DEFAULT_TENSOR_OP = -1, 99
-_CUBLAS_CALL = {
-    # precision: (input type, algorithm)
-    "fp32": (_CUDA_R_32F, _CUBLAS_GEMM_DEFAULT),
-    "fp16": (_CUDA_R_16F, _CUBLAS_GEMM_DEFAULT_TENSOR_OP),
-}
 
 
 class UnsupportedShape(ValueError):
@@ -67,40 +63,29 @@ def make_problem(kernel: Kernel, m: int, n: int, k: int, alpha: float = 1.0, bet
     if reason := kernel.shape_problem(m, n, k):
         raise UnsupportedShape(reason)
     rng = cupy.random.default_rng(seed)
-    dtype = INPUT_DTYPE[kernel.precision]
+    inputs, outputs = ELEMENT_TYPES[kernel.types.input], ELEMENT_TYPES[kernel.types.output]
     lda, ldb, ldc = kernel.leading_dimensions(m, n, k)
-    a = cupy.full((m, lda), np.nan, dtype=dtype)
-    b = cupy.full((k, ldb), np.nan, dtype=dtype)
-    c = cupy.full((m, ldc), np.nan, dtype=np.float32)
-    a[:, :k] = rng.uniform(-1.0, 1.0, (m, k), dtype=np.float32).astype(dtype)
-    b[:, :n] = rng.uniform(-1.0, 1.0, (k, n), dtype=np.float32).astype(dtype)
+    a, b, c = inputs.nan_array((m, lda)), inputs.nan_array((k, ldb)), outputs.nan_array((m, ldc))
+    a[:, :k] = inputs.round_from_fp32(rng.uniform(-1.0, 1.0, (m, k), dtype=np.float32))
+    b[:, :n] = inputs.round_from_fp32(rng.uniform(-1.0, 1.0, (k, n), dtype=np.float32))
     c_initial = None
     if beta != 0.0:
-        c[:, :n] = rng.uniform(-1.0, 1.0, (m, n), dtype=np.float32)
+        c[:, :n] = outputs.round_from_fp32(rng.uniform(-1.0, 1.0, (m, n), dtype=np.float32))
         c_initial = c[:, :n].copy()
-    launch = _cublas_launch if kernel.library == "cublas" else _compiled_launch
-    return Problem(kernel, m, n, k, alpha, beta, a[:, :k], b[:, :n], c[:, :n], c_initial,
-                   launch(kernel, m, n, k, alpha, beta, a, b, c))
-
-
-def _compiled_launch(kernel, m, n, k, alpha, beta, a, b, c) -> Callable[[], None]:
-    """a, b, c: the whole (padded) storage; the kernel gets their base pointers and row strides."""
-    function = compiled(kernel)
-    grid, block = kernel.grid(m, n), kernel.block()
-    lda, ldb, ldc = (np.int32(array.shape[1]) for array in (a, b, c))
-    args = (np.int32(m), np.int32(n), np.int32(k), np.float32(alpha), a, lda, b, ldb, np.float32(beta), c, ldc)
-
-    def launch() -> None:
-        function(grid, block, args)  # on CuPy's current stream
-
-    return launch
+    if kernel.library == "cublas":
+        launch = _cublas_launch(kernel, m, n, k, alpha, beta, a, b, c)
+    else:
+        launch = prepare(kernel, compiled(kernel), m, n, k, alpha, beta, a, b, c)
+    return Problem(kernel, m, n, k, alpha, beta, a[:, :k], b[:, :n], c[:, :n], c_initial, launch)
 
 
 def _cublas_launch(kernel, m, n, k, alpha, beta, a, b, c) -> Callable[[], None]:
     import cupy
     from cupy_backends.cuda.libs import cublas
 
-    input_type, algorithm = _CUBLAS_CALL[kernel.precision]
+    inputs, outputs = ELEMENT_TYPES[kernel.types.input], ELEMENT_TYPES[kernel.types.output]
+    algorithm = _CUBLAS_GEMM_DEFAULT_TENSOR_OP if inputs.is_16_bit else _CUBLAS_GEMM_DEFAULT
+    compute = _CUBLAS_COMPUTE[kernel.types.accumulate]
     handle = cupy.cuda.device.get_cublas_handle()
     scalars = np.array([alpha, beta], dtype=np.float32)  # host pointers: the handle's default pointer mode
     alpha_ptr, beta_ptr = scalars.ctypes.data, scalars.ctypes.data + scalars.itemsize
@@ -108,8 +93,9 @@ def _cublas_launch(kernel, m, n, k, alpha, beta, a, b, c) -> Callable[[], None]:
     def launch() -> None:
         # Row-major C = A B is column-major C^T = B^T A^T: swap the operands, keep the storage.
         cublas.setStream(handle, cupy.cuda.get_current_stream().ptr)
-        cublas.gemmEx(handle, _CUBLAS_OP_N, _CUBLAS_OP_N, n, m, k, alpha_ptr, b.data.ptr, input_type, n,
-                      a.data.ptr, input_type, k, beta_ptr, c.data.ptr, _CUDA_R_32F, n, _CUBLAS_COMPUTE_32F, algorithm)
+        cublas.gemmEx(handle, _CUBLAS_OP_N, _CUBLAS_OP_N, n, m, k, alpha_ptr, b.data.ptr, inputs.cuda_data_type,
+                      b.shape[1], a.data.ptr, inputs.cuda_data_type, a.shape[1], beta_ptr, c.data.ptr,
+                      outputs.cuda_data_type, c.shape[1], compute, algorithm)
 
     launch.scalars = scalars  # keeps the host scalars alive as long as the launch
     return launch

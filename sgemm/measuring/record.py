@@ -109,9 +109,8 @@ def skip_reason(kernel: Kernel, m: int, n: int, k: int, info: Gpu) -> str | None
     """Why this case is not run on this GPU (a skip, not a failure), or None."""
     if reason := kernel.shape_problem(m, n, k):
         return reason
-    if info.compute_capability < kernel.min_compute_capability:
-        return (f"{kernel.name} needs compute capability {kernel.min_compute_capability / 10:.1f}, "
-                f"{info.name} has {info.compute_capability / 10:.1f}")
+    if reason := kernel.gpu_problem(info.compute_capability):
+        return f"{reason} ({info.name})"
     return None
 
 

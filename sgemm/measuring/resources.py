@@ -1,15 +1,18 @@
-"""Compile a kernel with no GPU (NVRTC from pip) and read its resource usage from ptxas's report.
+"""Compile a kernel with no GPU (NVRTC from pip) and read what the compiled code says: its resource usage from
+ptxas's report, and from its PTX the launch geometry it declares.
 
 Registers, shared memory, stack and spills per kernel and architecture: what a change to a kernel costs on chip,
-known before any GPU runs it.
+known before any GPU runs it. The geometry (threads a block, cluster shape, TMA descriptors taken) is held against
+the catalogue entry, so an entry and its kernel cannot drift apart unseen.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
-from ..catalogue import Kernel, architectures
+from ..catalogue import MAX_SHARED_BYTES, Kernel, architectures
 from .build import BuildError, kernel_source, nvrtc_options
 
 ARCHITECTURES = tuple(architectures())
@@ -59,8 +62,15 @@ def program_log(program) -> str:
     return log.rstrip(b"\x00 ").decode(errors="replace")
 
 
-def compile_offline(kernel: Kernel, arch: str) -> tuple[bytes, str]:
-    """Compile to a cubin for `arch` (e.g. 'sm_90') without a GPU. Returns (cubin, NVRTC log with ptxas report)."""
+@dataclass(frozen=True)
+class OfflineBuild:
+    cubin: bytes
+    log: str  # NVRTC's log, with ptxas's resource report
+    ptx: str
+
+
+def compile_offline(kernel: Kernel, arch: str) -> OfflineBuild:
+    """Compile for `arch` (e.g. 'sm_90', or 'sm_90a') without a GPU."""
     from cuda.bindings import nvrtc
 
     options = [*nvrtc_options(), *_header_dirs(), f"--gpu-architecture={arch}", "--ptxas-options=-v"]
@@ -72,9 +82,56 @@ def compile_offline(kernel: Kernel, arch: str) -> tuple[bytes, str]:
         _, size = nvrtc.nvrtcGetCUBINSize(program)
         cubin = b" " * size
         _check(nvrtc.nvrtcGetCUBIN(program, cubin), program, "reading the cubin", kernel.name)
-        return cubin, program_log(program)
+        _, size = nvrtc.nvrtcGetPTXSize(program)
+        ptx = b" " * size
+        _check(nvrtc.nvrtcGetPTX(program, ptx), program, "reading the PTX", kernel.name)
+        return OfflineBuild(cubin, program_log(program), ptx.rstrip(b"\x00 ").decode())
     finally:
         nvrtc.nvrtcDestroyProgram(program)
+
+
+@dataclass(frozen=True)
+class CompiledGeometry:
+    """What the compiled kernel itself says of how it must be launched."""
+
+    max_threads: int  # .maxntid (from __launch_bounds__), all dimensions multiplied
+    cluster: tuple[int, int, int] | None  # .reqnctapercluster (from __cluster_dims__), None when it sets none
+    descriptors: int  # 128-byte parameters, 64-byte aligned: TMA descriptors passed by value
+
+
+_MAXNTID = re.compile(r"\.maxntid\s+(\d+)(?:,\s*(\d+))?(?:,\s*(\d+))?")
+_CLUSTER = re.compile(r"\.reqnctapercluster\s+(\d+)(?:,\s*(\d+))?(?:,\s*(\d+))?")
+_DESCRIPTOR = re.compile(r"\.param\s+\.align\s+64\s+\.b8\s+\w+\[128\]")
+
+
+def compiled_geometry(ptx: str) -> CompiledGeometry:
+    """The launch geometry the PTX of one kernel declares; ValueError when it declares no thread limit."""
+    threads, cluster = _MAXNTID.search(ptx), _CLUSTER.search(ptx)
+    if not threads:
+        raise ValueError("the kernel declares no .maxntid: give it __launch_bounds__")
+
+    def dims(match) -> tuple[int, int, int]:
+        return tuple(int(value) if value else 1 for value in match.groups())
+
+    return CompiledGeometry(math.prod(dims(threads)), dims(cluster) if cluster else None,
+                            len(_DESCRIPTOR.findall(ptx)))
+
+
+def geometry_problem(kernel: Kernel, geometry: CompiledGeometry, static_shared_bytes: int) -> str | None:
+    """Where the catalogue entry and the compiled kernel disagree on how it is launched, or None."""
+    threads = math.prod(kernel.block())
+    if geometry.max_threads != threads:
+        return f"{kernel.name}: the catalogue launches {threads} threads a block, __launch_bounds__ says {geometry.max_threads}"
+    if geometry.cluster is not None and geometry.cluster != kernel.cluster:
+        return (f"{kernel.name}: the catalogue launches clusters of {list(kernel.cluster)}, the kernel requires "
+                f"{list(geometry.cluster)}")
+    if geometry.descriptors != len(kernel.tma):
+        return (f"{kernel.name}: the catalogue declares {len(kernel.tma)} TMA descriptors, the kernel takes "
+                f"{geometry.descriptors}")
+    if static_shared_bytes + kernel.shared_memory > MAX_SHARED_BYTES:
+        return (f"{kernel.name}: {static_shared_bytes} bytes of static and {kernel.shared_memory} of dynamic shared "
+                f"memory exceed a block's {MAX_SHARED_BYTES}")
+    return None
 
 
 def parse_ptxas_report(log: str) -> ResourceUsage:
@@ -93,7 +150,7 @@ def parse_ptxas_report(log: str) -> ResourceUsage:
 
 
 def resource_usage(kernel: Kernel, arch: str) -> ResourceUsage:
-    return parse_ptxas_report(compile_offline(kernel, arch)[1])
+    return parse_ptxas_report(compile_offline(kernel, arch).log)
 
 
 def spill_problem(kernel: Kernel, arch: str, usage: ResourceUsage) -> str | None:
@@ -106,8 +163,9 @@ def spill_problem(kernel: Kernel, arch: str, usage: ResourceUsage) -> str | None
 
 def usage_table(kernels: list[Kernel],
                 archs: tuple[str, ...] = ARCHITECTURES) -> dict[tuple[str, str], ResourceUsage | str]:
-    """Resource usage of each compiled kernel on each architecture; a kernel that fails to compile maps to NVRTC's
-    message, so one broken kernel does not hide the others' figures.
+    """Resource usage of each compiled kernel on each architecture it is built for (its own target, or each of
+    `archs`); a kernel that fails to compile maps to NVRTC's message, so one broken kernel does not hide the others'
+    figures.
 
     Kernels that are the same program (source and entry) are compiled once: on an H100 box (NVRTC 13.0, inside
     asv's setup_cache) the second of two identical compiles came back with an empty log and no ptxas report.
@@ -117,7 +175,7 @@ def usage_table(kernels: list[Kernel],
     for kernel in kernels:
         if kernel.library:
             continue
-        for arch in archs:
+        for arch in kernel.architectures(archs):
             program = (kernel.source, kernel.entry, arch)
             if program not in programs:
                 try:

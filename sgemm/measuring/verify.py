@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .elements import ELEMENT_TYPES
 from .problem import Problem
 
 
@@ -14,12 +15,18 @@ class VerificationError(AssertionError):
 
 
 def reference(problem: Problem):
-    """alpha * A @ B + beta * C0 in FP64, from the inputs exactly as the kernel reads them (FP16 already rounded)."""
-    a, b = problem.a.astype(np.float64), problem.b.astype(np.float64)
-    ref = problem.alpha * (a @ b)
+    """alpha * A @ B + beta * C0 in FP64, from the inputs exactly as the kernel reads them (FP16 and BF16 already
+    rounded)."""
+    inputs = ELEMENT_TYPES[problem.kernel.types.input]
+    ref = problem.alpha * (inputs.widen(problem.a) @ inputs.widen(problem.b))
     if problem.beta != 0.0:
-        ref += problem.beta * problem.c_initial.astype(np.float64)
+        ref += problem.beta * ELEMENT_TYPES[problem.kernel.types.output].widen(problem.c_initial)
     return ref
+
+
+def output(problem: Problem):
+    """C as the kernel left it, in FP64."""
+    return ELEMENT_TYPES[problem.kernel.types.output].widen(problem.c)
 
 
 def relative_error(out, ref) -> float:
@@ -37,12 +44,12 @@ def verify(problem: Problem) -> float:
     import cupy
 
     if problem.beta == 0.0:
-        problem.c.fill(np.nan)
+        problem.c[...] = ELEMENT_TYPES[problem.kernel.types.output].nan_array(problem.c.shape)
     else:
         problem.c[...] = problem.c_initial
     problem.launch()
     cupy.cuda.get_current_stream().synchronize()
-    error = relative_error(problem.c, reference(problem))
+    error = relative_error(output(problem), reference(problem))
     tolerance = problem.kernel.tolerance
     if not error <= tolerance:
         raise VerificationError(

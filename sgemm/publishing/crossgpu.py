@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import asvsuite
-from ..catalogue import PRECISIONS, Kernel, baseline
+from ..catalogue import Kernel, baseline
 from ..figures import Figures
 from ..gpu import Gpu
 from .report import SM_CLOCK_NOTE, Point, ReportError, gpu_from_dict, palette, point_from_dict, points_from_asv
@@ -59,11 +59,16 @@ def gpu_runs(results_dir: Path) -> list[GpuRun]:
 
 
 def common_size(runs: list[GpuRun]) -> int:
-    """The largest square size every GPU measured."""
+    """The square size every GPU measured that shows the most kernels (the largest of those that tie): kernels are
+    timed at different sizes (the tensor-core ladder alone at 8192), and the page shows one."""
     shared = set.intersection(*({p.size for p in run.points} for run in runs))
     if not shared:
         raise ReportError("the GPUs share no measured size: pass one with --size")
-    return max(shared)
+
+    def kernels_at(size: int) -> int:
+        return len(set.intersection(*({p.kernel for p in run.points if p.size == size} for run in runs)))
+
+    return max(shared, key=lambda size: (kernels_at(size), size))
 
 
 def table(precision: str, size: int, runs: list[GpuRun],
@@ -187,7 +192,7 @@ def write_cross_gpu(out_dir: Path, runs: list[GpuRun], kernels: dict[str, Kernel
             *(f"<li>{html_with_code(line)}</li>" for line in [*header, *_runs_lines(runs)]),
             f"</ul><p>{html_with_code(NOTES)}</p>"]
     written = []
-    for precision in PRECISIONS:
+    for precision in dict.fromkeys(kernel.precision for kernel in kernels.values()):
         rows = table(precision, size, runs, kernels)
         if not rows:
             continue
@@ -219,7 +224,7 @@ def read_runs(path: Path) -> list[GpuRun]:
 
 def report_across_gpus(results_dir: Path, out_dir: Path, kernels: dict[str, Kernel], header: list[str],
                        size: int | None = None) -> list[Path]:
-    """The cross-GPU report of every machine's newest run in `results_dir`, at `size` (default: the largest size
-    all of them measured), written to `out_dir`; ReportError when the results cannot give one."""
+    """The cross-GPU report of every machine's newest run in `results_dir`, at `size` (default: common_size),
+    written to `out_dir`; ReportError when the results cannot give one."""
     runs = gpu_runs(results_dir)
     return write_cross_gpu(out_dir, runs, kernels, size or common_size(runs), header)

@@ -136,7 +136,8 @@ def _swap_in(built: Path, html_dir: Path) -> None:
 def publish_site(repo: Path, results_dir: Path, html_dir: Path, kernels: dict[str, Kernel], header: list[str],
                  size: int | None = None, npm_cache: Path | None = None) -> Site:
     """The whole site of `results_dir` in `html_dir`. The cross-GPU page compares every machine's newest run at
-    `size` (default: the largest size all of them measured); a tree with no Gemm results gets no such page.
+    `size` (default: the size every GPU measured that shows the most kernels); a tree with no Gemm results gets no
+    such page.
 
     PublishError, with nothing changed, when it cannot be built; SiteError when it was built and put in place but
     its libraries could not be vendored."""

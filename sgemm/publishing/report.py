@@ -15,9 +15,11 @@ from pathlib import Path
 
 from .. import asvsuite
 from ..catalogue import Kernel, Seed, baseline
-from ..figures import Figures
+from ..figures import Figures, cell
 from ..gpu import Gpu
 
+POWER_NOTE = ("Board power: NVML's reading of the whole board's power draw, averaged over the readings taken between "
+              "the timed launches of the case.")
 SM_CLOCK_NOTE = (
     "Median SM clock: the median, over the timed samples, of the SM clock NVBench read for each sample. NVBench does "
     "not ask the driver for it: it divides the cycles counted on SM 0 (clock64) by the nanoseconds of the GPU's "
@@ -38,6 +40,7 @@ class Point:
     size: int
     tflops: float
     sm_clock_mhz: float
+    power_w: float | None = None  # the board's mean power while the case was timed (NVML), where recorded
 
 
 def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) -> tuple[list[Point], str, dict]:
@@ -61,25 +64,29 @@ def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) 
     if not found:
         raise ReportError(f"no Gemm results for machine {machine!r}" + (f" at commit {commit}" if commit else ""))
     run = found[-1]
-    clocks = run.values(asvsuite.GEMM, asvsuite.SM_CLOCK)
+    clocks, powers = run.values(asvsuite.GEMM, asvsuite.SM_CLOCK), run.values(asvsuite.GEMM, asvsuite.POWER)
     points = []
     for case, rate in run.values(asvsuite.GEMM, asvsuite.TFLOPS).items():
         if rate is None or math.isnan(rate):
             continue
-        clock = clocks.get(case)
-        points.append(Point(case.kernel, case.shape[0], rate, math.nan if clock is None else clock))
+        clock, power = clocks.get(case), powers.get(case)
+        points.append(Point(case.kernel, case.shape[0], rate, math.nan if clock is None else clock,
+                            None if power is None or math.isnan(power) else power))
     return points, run.commit, facets
 
 
-def measured_points(seeds: list[Seed], kernels: dict[str, Kernel], sizes: list[int], gpu: Gpu, device: int,
+def measured_points(seeds: list[Seed], kernels: dict[str, Kernel], sizes: list[int] | None, gpu: Gpu, device: int,
                     say: Callable[[str], None]) -> list[Point]:
-    """Every step of the seeds' ladders, and their precisions' baselines, measured now at the square sizes this GPU
-    can run (each after its FP64 check); `say` is told of each case as it starts and of each left out, and why."""
+    """Every step of the seeds' ladders, and their precisions' baselines, measured now in one process at the square
+    sizes this GPU can run (each kernel at those its entry lists, or at `sizes`; each after its FP64 check); `say` is
+    told of each case as it starts and of each left out, and why."""
     from ..measuring.record import Case, run_cases, skip_reason
 
-    wanted = {k.name for seed in seeds for _, k in seed_kernels(seed, kernels)}
-    wanted |= {baseline(k.precision, kernels).name for k in kernels.values() if k.name in wanted}
-    cases = [Case(kernels[name], size, size, size) for name in kernels if name in wanted for size in sizes
+    wanted = {k.name: k.sizes if sizes is None else sizes for seed in seeds for _, k in seed_kernels(seed, kernels)}
+    for name, at in list(wanted.items()):  # each baseline at every size a kernel of its precision is measured at
+        reference = baseline(kernels[name].precision, kernels).name
+        wanted[reference] = tuple(dict.fromkeys([*wanted.get(reference, ()), *at]))
+    cases = [Case(kernels[name], size, size, size) for name in kernels if name in wanted for size in wanted[name]
              if not skip_reason(kernels[name], size, size, size, gpu)]
     results = run_cases(cases, device, lambda i, case: say(f"[{i + 1}/{len(cases)}] {case.id}"))
     for case_id, outcome in results.items():
@@ -99,15 +106,15 @@ def header_lines(gpu: Gpu, source: str, command: str) -> list[str]:
         f"- Driver (of the box that made the report): {gpu.driver}",
         f"- Source: {source}",
         f"- Command: `{command}`",
-        "- % of peak: dense FP32 (FP16 tensor-core with FP32 accumulate) rate at the maximum SM clock.",
+        "- % of peak: the dense FP32 rate (FP16 and BF16: tensor cores with FP32 accumulate) at the maximum SM clock.",
     ]
 
 
 def points_from_cases(results: dict) -> list[Point]:
     """Points from `record.run_cases` output (square cases only; failed cases are left out)."""
     # The median, as asv keeps for track_sm_clock: a report from a fresh run reads like one from asv results.
-    return [Point(r.kernel, r.m, r.tflops, r.median_sm_clock_mhz) for r in results.values()
-            if not isinstance(r, BaseException) and r.m == r.n == r.k]
+    return [Point(r.kernel, r.m, r.tflops, r.median_sm_clock_mhz, r.telemetry.get("power_w_mean"))
+            for r in results.values() if not isinstance(r, BaseException) and r.m == r.n == r.k]
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,7 @@ class Row:
     label: str  # the seed's own name for the step
     kernel: str
     figures: Figures
+    power_w: float | None = None
 
 
 def seed_kernels(seed: Seed, kernels: dict[str, Kernel]) -> list[tuple[str, Kernel]]:
@@ -140,14 +148,16 @@ def ladder(seed: Seed, precision: str, size: int, points: list[Point], kernels: 
         point = at_size.get(kernel.name)
         rows.append(Row(label, kernel.name, Figures.of(point.tflops if point else None,
                                                        reference.tflops if reference else None, peak,
-                                                       point.sm_clock_mhz if point else None)))
+                                                       point.sm_clock_mhz if point else None),
+                        point.power_w if point else None))
     return rows
 
 
 def markdown_table(rows: list[Row]) -> str:
-    lines = ["| step | kernel | TFLOP/s | % of cuBLAS | % of peak | median SM clock (MHz) |",
-             "| :--- | :--- | ---: | ---: | ---: | ---: |"]
-    lines += [f"| {r.label} | `{r.kernel}` | " + " | ".join(r.figures.texts()) + " |" for r in rows]
+    lines = ["| step | kernel | TFLOP/s | % of cuBLAS | % of peak | median SM clock (MHz) | board power (W) |",
+             "| :--- | :--- | ---: | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {r.label} | `{r.kernel}` | " + " | ".join(r.figures.texts()) + f" | {cell(r.power_w, 0)} |"
+              for r in rows]
     return "\n".join(lines)
 
 
@@ -247,15 +257,20 @@ def write_report(out_dir: Path, seeds: list[Seed], kernels: dict[str, Kernel], p
     sizes = sorted({p.size for p in points})
     written: list[Path] = []
     plots_missing = False
-    body = [f"# Seed ladders on {gpu.name}", "", *header, "", SM_CLOCK_NOTE, ""]
+    body = [f"# Seed ladders on {gpu.name}", "", *header, "", SM_CLOCK_NOTE, "", POWER_NOTE, ""]
     for seed in seeds:
-        for precision in ("fp32", "fp16"):
-            size = seed.size if seed.size in sizes else (max(sizes) if sizes else seed.size)
-            rows = ladder(seed, precision, size, points, kernels, gpu)
-            if not rows:
+        for precision in dict.fromkeys(kernel.precision for kernel in kernels.values()):
+            at = [size for size in seed.sizes if size in sizes] or ([max(sizes)] if sizes else list(seed.sizes))
+            # A table whose steps were none of them measured (a GPU too old for them) says nothing: left out.
+            reference = baseline(precision, kernels).name
+            tables = [(size, rows) for size in at if (rows := ladder(seed, precision, size, points, kernels, gpu))
+                      and any(row.figures.tflops for row in rows if row.kernel != reference)]
+            if not tables:
                 continue
-            body += [f"## {seed.number} {precision.upper()}: {seed.title}", "",
-                     f"Seed `{seed.file}`, {size}x{size}x{size}.", "", markdown_table(rows), ""]
+            body += [f"## {seed.number} {precision.upper()}: {seed.title}", "", f"Seed `{seed.file}`.", ""]
+            for size, rows in tables:
+                body += [f"{size}x{size}x{size}:", "", markdown_table(rows), ""]
+            rows = tables[0][1]
             png = out_dir / f"{seed.number}-{precision}.png"
             if plot_ladder(png, f"{seed.number} {precision.upper()} on {gpu.name}", [r.kernel for r in rows], points):
                 body += [f"![TFLOP/s against size]({png.name})", ""]
@@ -279,10 +294,10 @@ def gpu_from_dict(entry: dict) -> Gpu:
 
 
 def point_from_dict(entry: dict) -> Point:
-    """A Point as points.json holds it (NaN for a clock that was not recorded)."""
-    clock = entry.get("sm_clock_mhz")
+    """A Point as points.json holds it (a clock that was not recorded is NaN, a power None)."""
+    clock, power = entry.get("sm_clock_mhz"), entry.get("power_w")
     return Point(str(entry["kernel"]), int(entry["size"]), float(entry["tflops"]),
-                 math.nan if clock is None else float(clock))
+                 math.nan if clock is None else float(clock), None if power is None else float(power))
 
 
 def read_points(path: Path) -> tuple[Gpu, list[Point]]:

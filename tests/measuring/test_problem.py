@@ -37,3 +37,18 @@ def test_beta_keeps_the_initial_output():
 
     problem = make_problem(get_kernel("fp32/naive"), 32, 32, 32, beta=0.5)
     assert problem.c_initial is not None and bool(cupy.array_equal(problem.c, problem.c_initial))
+
+
+@pytest.mark.gpu
+def test_bf16_inputs_are_held_as_rounded_bits_and_read_back_exactly():
+    import cupy
+
+    from sgemm.measuring.elements import ELEMENT_TYPES
+
+    problem = make_problem(get_kernel("bf16/cublas"), 64, 48, 32)
+    assert problem.a.dtype == np.uint16 and problem.c.dtype == np.float32
+    values = ELEMENT_TYPES["bf16"].widen(problem.a)
+    assert float(cupy.abs(values).max()) <= 1.0 and float(cupy.std(values)) > 0.3
+    fp32_bits = values.astype(np.float32).view(np.uint32)
+    assert not bool((fp32_bits & 0xFFFF).any())  # each value a BF16: FP32 with the low 16 bits clear
+    assert bool(cupy.isnan(problem.c).all())

@@ -40,6 +40,17 @@ def test_skip_reasons():
     assert skip_reason(get_kernel("fp32/float4"), 64, 64, 64, H100) is None
 
 
+def test_a_hopper_kernel_is_a_skip_with_the_reason_on_any_other_gpu():
+    wgmma = get_kernel("bf16/wgmma_cluster")
+    assert skip_reason(wgmma, 4096, 4096, 4096, H100) is None
+    a100, b200 = Gpu("NVIDIA A100-SXM4-80GB", 80, 108), Gpu("NVIDIA B200", 100, 148)
+    assert skip_reason(wgmma, 4096, 4096, 4096, a100) == (
+        "bf16/wgmma_cluster is built for sm_90a, which runs on compute capability 9.0 alone; this GPU has 8.0 "
+        "(NVIDIA A100-SXM4-80GB)")
+    assert "this GPU has 10.0 (NVIDIA B200)" in skip_reason(wgmma, 4096, 4096, 4096, b200)
+    assert skip_reason(get_kernel("bf16/cublas"), 4096, 4096, 4096, a100) is None
+
+
 @pytest.fixture
 def fake_measurements(monkeypatch):
     calls = []

@@ -8,17 +8,60 @@ from sgemm.measuring.build import BuildError
 
 COMPILED = [k for k in load_catalogue().values() if not k.library]
 STATIC_SHARED_LIMIT = 48 * 1024
+BUILDS = [(kernel, arch) for kernel in COMPILED for arch in kernel.architectures(resources.ARCHITECTURES)]
 
 
-@pytest.mark.parametrize("arch", resources.ARCHITECTURES)
-@pytest.mark.parametrize("kernel", COMPILED, ids=lambda k: k.name)
-def test_every_kernel_compiles_without_a_gpu(kernel, arch):
-    cubin, log = resources.compile_offline(kernel, arch)
-    assert cubin[:4] == b"\x7fELF", "NVRTC must produce a cubin"
-    usage = resources.parse_ptxas_report(log)
+@pytest.mark.parametrize("kernel, arch", BUILDS, ids=[f"{k.name}-{arch}" for k, arch in BUILDS])
+def test_every_kernel_compiles_without_a_gpu_and_launches_as_its_entry_says(kernel, arch):
+    build = resources.compile_offline(kernel, arch)
+    assert build.cubin[:4] == b"\x7fELF", "NVRTC must produce a cubin"
+    usage = resources.parse_ptxas_report(build.log)
     assert 0 < usage.registers <= 255
     assert usage.shared_bytes <= STATIC_SHARED_LIMIT
     assert (problem := resources.spill_problem(kernel, arch, usage)) is None, problem
+    assert "C7508" not in build.log, f"ptxas ignored setmaxnreg:\n{build.log}"
+    geometry = resources.compiled_geometry(build.ptx)
+    assert (problem := resources.geometry_problem(kernel, geometry, usage.shared_bytes)) is None, problem
+
+
+def test_architecture_specific_kernels_build_for_their_target_alone():
+    targeted = [kernel for kernel in COMPILED if kernel.target]
+    assert targeted and {arch for kernel in targeted for arch in kernel.architectures(resources.ARCHITECTURES)} == {
+        "sm_90a"}
+    table = resources.usage_table(targeted[:1])
+    assert list(table) == [(targeted[0].name, "sm_90a")]
+
+
+PTX = """.visible .entry _Z4gemm(
+\t.param .u32 _Z4gemm_param_0,
+\t.param .align 64 .b8 _Z4gemm_param_11[128],
+\t.param .align 64 .b8 _Z4gemm_param_12[128]
+)
+.maxntid 384, 1, 1
+.minnctapersm 1
+.explicitcluster
+.reqnctapercluster 2, 1, 1
+{"""
+
+
+def test_the_compiled_geometry_is_read_from_the_ptx():
+    assert resources.compiled_geometry(PTX) == resources.CompiledGeometry(384, (2, 1, 1), 2)
+    assert resources.compiled_geometry(".maxntid 256\n{") == resources.CompiledGeometry(256, None, 0)
+    with pytest.raises(ValueError, match="__launch_bounds__"):
+        resources.compiled_geometry(".entry k()\n{")
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(block_threads=(256, 1)), "launches 256 threads a block, __launch_bounds__ says 384"),
+    (dict(cluster=(1, 1, 1)), "clusters of [1, 1, 1], the kernel requires [2, 1, 1]"),
+    (dict(tma=()), "declares 0 TMA descriptors, the kernel takes 2"),
+    (dict(shared_memory=232448), "bytes of static and 232448 of dynamic shared memory exceed"),
+])
+def test_an_entry_that_disagrees_with_its_kernel_is_named(change, message):
+    kernel = dataclasses.replace(get_kernel("fp16/wgmma_cluster"), tma=get_kernel("fp16/wgmma_tma").tma)
+    geometry = resources.compiled_geometry(PTX)
+    assert resources.geometry_problem(kernel, geometry, 0) is None
+    assert message in resources.geometry_problem(dataclasses.replace(kernel, **change), geometry, 1024)
 
 
 def test_a_spill_fails_unless_the_catalogue_allows_it():
@@ -45,7 +88,8 @@ def test_a_report_without_resources_is_an_error():
 
 
 def test_a_compile_error_carries_the_compiler_log(tmp_path, monkeypatch):
-    monkeypatch.setattr(resources, "kernel_source", lambda kernel: "template <int X, int Y, int Z> __global__ void gemm_naive() { x; }")
+    monkeypatch.setattr(resources, "kernel_source",
+                        lambda kernel: "template <int X, int Y, int Z> __global__ void gemm_naive() { x; }")
     kernel = dataclasses.replace(get_kernel("fp32/naive"), name="fp32/broken")
     with pytest.raises(BuildError, match=r"fp32/broken: compiling .* for sm_90 failed.*\n.*identifier \"x\" is undefined"):
         resources.compile_offline(kernel, "sm_90")

@@ -1,0 +1,106 @@
+// Hopper's tensor cores reached through warpgroup MMA (wgmma) on tiles the TMA copies into shared memory: the first
+// steps of the Hopper ladder, one synchronous loop per block.
+// Each K step of 64: thread 0 arms the block's barrier with the step's bytes and issues TMA copies of a BM x 64 tile
+// of A and a 64 x BN tile of B (BN / 64 column chunks); every thread waits on the barrier; each warpgroup then issues
+// 4 x (ROWS / 64) wgmmas of m64 n=BN k16 over its ROWS = BM / WARPGROUPS rows, waits for them, and the block syncs
+// before the tiles are overwritten. Loads and tensor-core work take turns: nothing overlaps within a block, only
+// across the blocks an SM holds at once. The accumulators stay in registers; the epilogue writes them to C directly.
+// Tile parameters: BM x BN per block, BK = 64 (one 128-byte swizzle row of FP16/BF16), WARPGROUPS x 128 threads;
+// wgmma n = BN (128 or 256).
+// Catalogue:
+//   <T, 128, 128, 1>   one warpgroup, two m64n128 wgmmas per k16                   wgmma_tma
+//   <T, 128, 256, 2>   two warpgroups of 64 x 256: larger tile, more warps         wgmma_tma_wide
+// Shapes: M a multiple of BM, N of BN, K of 64 (the TMA boxes are whole tiles; row strides lda, ldb, ldc in elements,
+// multiples of 8 so that the TMA's 16-byte stride rule holds). Needs sm_90a (compute capability 9.0 exactly).
+// Ladder: builds on fp16/mma_buffered (mma.sync, which Hopper runs at a fraction of its wgmma rate).
+#include "common.cuh"
+#include "hopper.cuh"
+
+template <typename T, int BM, int BN, int WARPGROUPS>
+struct TmaTiles {
+    static constexpr int kBK = 64;
+    static constexpr int kRows = BM / WARPGROUPS;  // rows of C per warpgroup
+    static constexpr int kMmasM = kRows / 64;
+    static constexpr int kChunks = BN / 64;  // B's 64-column chunks
+    static constexpr int kABytes = BM * kBK * static_cast<int>(sizeof(T));
+    static constexpr int kChunkBytes = kBK * 64 * static_cast<int>(sizeof(T));
+    static constexpr int kStepBytes = kABytes + kChunks * kChunkBytes;
+    static constexpr int kSharedBytes = kStepBytes + 8;  // the tiles, then the barrier
+    static_assert(sizeof(T) == 2, "wgmma here takes FP16 or BF16 inputs: 64 of them fill a 128-byte swizzle row");
+    static_assert(kRows % 64 == 0, "each warpgroup owns whole m64 slabs of the tile");
+    static_assert(BN % 64 == 0 && (BN == 128 || BN == 256), "wgmma n: 128 or 256 columns, in 64-column chunks");
+    static_assert(kABytes % kSwizzleAtomBytes == 0 && kChunkBytes % kSwizzleAtomBytes == 0,
+                  "every tile starts on a 1024-byte swizzle atom");
+};
+
+template <typename T, int BM, int BN, int WARPGROUPS>
+__global__ void __launch_bounds__(WARPGROUPS * kWarpgroupThreads)
+    gemm_wgmma_tma(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, float* C,
+                   int ldc, const __grid_constant__ TensorMap a_map, const __grid_constant__ TensorMap b_map) {
+    using Tiles = TmaTiles<T, BM, BN, WARPGROUPS>;
+    extern __shared__ __align__(1024) unsigned char shared[];
+    if (threadIdx.x == 0 && (dynamic_shared_bytes() != Tiles::kSharedBytes || shared_address(shared) % 1024)) {
+        __trap();  // the catalogue's shared_memory or the alignment the swizzle needs is wrong: fail, never compute
+    }
+    T* a_tile = reinterpret_cast<T*>(shared);
+    T* b_tile = reinterpret_cast<T*>(shared + Tiles::kABytes);
+    auto* loaded = reinterpret_cast<unsigned long long*>(shared + Tiles::kStepBytes);
+
+    const int tile_m = blockIdx.y * BM, tile_n = blockIdx.x * BN;
+    const int warpgroup = threadIdx.x / kWarpgroupThreads;
+    if (threadIdx.x == 0) {
+        mbarrier_init(loaded, 1);
+        fence_barrier_init();
+    }
+    __syncthreads();
+
+    float acc[Tiles::kMmasM][BN / 2];
+#pragma unroll
+    for (int mm = 0; mm < Tiles::kMmasM; ++mm)
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) acc[mm][i] = 0.0f;
+
+    unsigned parity = 0;
+    for (int k0 = 0; k0 < K; k0 += Tiles::kBK) {
+        if (threadIdx.x == 0) {
+            mbarrier_arrive_expect_bytes(loaded, Tiles::kStepBytes);
+            tma_load(a_tile, &a_map, loaded, k0, tile_m);
+#pragma unroll
+            for (int c = 0; c < Tiles::kChunks; ++c)
+                tma_load(b_tile + c * Tiles::kBK * 64, &b_map, loaded, tile_n + 64 * c, k0);
+        }
+        mbarrier_wait(loaded, parity);
+        parity ^= 1;
+
+#pragma unroll
+        for (int mm = 0; mm < Tiles::kMmasM; ++mm) hold_registers(acc[mm]);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < Tiles::kBK / 16; ++kk) {
+            // 16 K elements are 32 bytes along A's swizzled rows, and 16 rows (2 atoms) down B's chunks.
+            const unsigned long long b = wgmma_descriptor(b_tile + kk * 16 * 64, Tiles::kChunkBytes, kSwizzleAtomBytes);
+#pragma unroll
+            for (int mm = 0; mm < Tiles::kMmasM; ++mm) {
+                const T* a_slab = a_tile + (warpgroup * Tiles::kRows + mm * 64) * Tiles::kBK + kk * 16;
+                Wgmma<T, BN>::mma(acc[mm], wgmma_descriptor(a_slab, 16, kSwizzleAtomBytes), b);
+            }
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+#pragma unroll
+        for (int mm = 0; mm < Tiles::kMmasM; ++mm) hold_registers(acc[mm]);
+        __syncthreads();  // every warpgroup has read the tiles before thread 0 asks the TMA to overwrite them
+    }
+
+    const FragmentPosition at(threadIdx.x % kWarpgroupThreads);
+#pragma unroll
+    for (int mm = 0; mm < Tiles::kMmasM; ++mm) {
+        const int row = tile_m + warpgroup * Tiles::kRows + mm * 64 + at.row;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            const int col = tile_n + 8 * j + at.col;
+            store_epilogue2(C + row * ldc + col, acc[mm][4 * j], acc[mm][4 * j + 1], alpha, beta);
+            store_epilogue2(C + (row + 8) * ldc + col, acc[mm][4 * j + 2], acc[mm][4 * j + 3], alpha, beta);
+        }
+    }
+}
