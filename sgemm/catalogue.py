@@ -6,6 +6,7 @@ This module uses the standard library only, so that the asv suite can load the *
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import tomllib
@@ -309,9 +310,16 @@ def _kernel_from_table(table: dict, kernel_dir: Path, precisions: dict[str, Prec
     )
 
 
+@functools.lru_cache(maxsize=8)
+def _parsed(text: str) -> dict:
+    return tomllib.loads(text)
+
+
 def _read(path: Path) -> dict:
+    """The file's tables (shared: read them, never change them). Parsed once per distinct text: every asv benchmark
+    process asks for its kernel, thousands a run, and a parse costs more than the rest of a reading one together."""
     try:
-        return tomllib.loads(Path(path).read_text())
+        return _parsed(Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise CatalogueError(f"cannot read {path}: {exc}") from exc
 
@@ -382,8 +390,8 @@ def _check_old_names(kernels: dict[str, Kernel]) -> None:
 
 def _suite(path: Path) -> dict:
     try:
-        return tomllib.loads(Path(path).read_text())["suite"]
-    except (OSError, tomllib.TOMLDecodeError, KeyError) as exc:
+        return _read(path)["suite"]
+    except (CatalogueError, KeyError) as exc:
         raise CatalogueError(f"cannot read the [suite] table of {path}: {exc}") from exc
 
 
@@ -412,10 +420,10 @@ class Seed:
 def seeds(path: Path = CATALOGUE_PATH) -> list[Seed]:
     """The [[seed]] tables: the worklogs the kernels' origins point to, in file order."""
     try:
-        tables = tomllib.loads(Path(path).read_text()).get("seed", [])
+        tables = _read(path).get("seed", [])
         return [Seed(t["file"], t["title"], tuple(int(size) for size in t["sizes"]), t.get("name", ""))
                 for t in tables]
-    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
+    except (CatalogueError, KeyError, TypeError, ValueError) as exc:
         raise CatalogueError(f"cannot read the [[seed]] tables of {path}: {exc}") from exc
 
 
