@@ -171,7 +171,7 @@ def _runs_lines(runs: list[GpuRun]) -> list[str]:
 
 
 NOTES = ("% cuBLAS: against that GPU's own cuBLAS at the same size and precision. % peak: against the dense FP32 "
-         "(FP16: tensor-core, FP32 accumulate) rate of that GPU at its maximum SM clock. " + SM_CLOCK_NOTE)
+         "(FP16 and BF16: tensor cores, FP32 accumulate) rate of that GPU at its maximum SM clock. " + SM_CLOCK_NOTE)
 
 
 def html_with_code(text: str) -> str:
