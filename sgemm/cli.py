@@ -634,8 +634,8 @@ def build_parser() -> argparse.ArgumentParser:
                   "newest commits on a first run (--first), every new commit later; without a GPU, the resource "
                   "history alone", kernels=False)
     history.add_argument("--first", type=_commit_count, default=1, help="commits a machine's first run measures, "
-                         "newest first (default 1: the head of the branch; the full suite takes about 8 minutes a "
-                         "commit on an H100)")
+                         "newest first (default 1: the head of the branch; the full suite takes about 9 to 11 "
+                         "minutes a commit on an H100 or H200)")
     history.add_argument("--gpus", type=_gpu_count, default="1", help="how many of the box's GPUs to spread each "
                          "commit's cases over, or 'all' (they must be one model; default 1)")
     history.add_argument("--results", default="results", help="asv results directory (default: results)")

@@ -4,9 +4,11 @@ asv does the measuring (each commit built in a virtualenv of its own, its result
 module chooses what it runs, says beforehand how long that should take, and leaves the site to `sgemm publish`.
 
 - Commits: a machine with no results yet measures the newest `first` commits of the branch (default 1, its head
-  alone), so that a fresh box does not start on the whole history (the full suite takes about 8 minutes a commit on
-  an H100); every later run measures what came since: the branch's commits that descend from none already measured
-  here.
+  alone), so that a fresh box does not start on the whole history (the full suite takes about 9 to 11 minutes a
+  commit on an H100 or H200); every later run measures what came since: the branch's commits that descend from none
+  already measured here.
+- Cases: the working tree's suite crosses kernels with sizes and precisions, and most combinations are no case; the
+  run names the cases to asv, so that it starts no process for the others.
 - Benchmarks: every suite on a GPU box. Without a usable GPU, the resource suite alone (registers, shared memory
   and spills per architecture, compiled by NVRTC with no GPU), and the run says what it left out.
 - GPUs: one, or each commit's cases spread over the box's identical GPUs, one `asv run` per GPU at once, the shards
@@ -66,7 +68,7 @@ class Plan:
         elif self.commits:
             lines.append("expected: no run of this machine to go by; " + (
                 "the resource suite took about 1 minute a commit on a 2-core CPU box" if self.left_out else
-                "the full suite took about 8 minutes a commit on an H100"))
+                "the full suite took about 9 to 11 minutes a commit on an H100 or H200"))
         lines += [f"left out, no GPU here: {suite}" for suite in self.left_out]
         return lines
 
