@@ -16,6 +16,7 @@ from pathlib import Path
 CATALOGUE_PATH = Path(__file__).with_name("catalogue.toml")
 # The element types a precision may name, and their sizes in bytes.
 ELEMENT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+ACCUMULATE_TYPES = ("fp32", "fp16")  # what cuBLAS can sum products in for these inputs
 
 MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y
 MAX_SHARED_BYTES = 227 * 1024  # the most shared memory a block may have on sm_90 (dynamic and static together)
@@ -214,9 +215,11 @@ def _renamed_from(name: str, value) -> tuple[str, ...]:
 
 
 def _sizes(name: str, value, suite: dict) -> tuple[int, ...]:
-    sizes = suite["kernel_sizes"] if value is None else value
-    if not (isinstance(sizes, list) and sizes and all(size in suite["sizes"] for size in sizes)):
-        raise CatalogueError(f"{name}: sizes must be some of the suite's sizes {suite['sizes']}, got {value!r}")
+    """The entry's suite sizes: its own, or [suite] kernel_sizes (or, without those, every size of the suite)."""
+    every = suite.get("sizes", [])
+    sizes = suite.get("kernel_sizes", every) if value is None else value
+    if not (isinstance(sizes, list) and sizes and all(size in every for size in sizes)):
+        raise CatalogueError(f"{name}: sizes must be some of the suite's sizes {every}, got {value!r}")
     return tuple(sizes)
 
 
@@ -332,10 +335,10 @@ def _precision_from_table(table: dict) -> Precision:
         raise CatalogueError(f"precision {name}: unknown fields {sorted(unknown)}")
     if not re.fullmatch(r"[a-z0-9]+", name):
         raise CatalogueError(f"precision {name!r}: a name is lower-case letters and digits")
-    for field in ("input", "accumulate", "output"):
-        if table[field] not in ELEMENT_BYTES:
-            raise CatalogueError(f"precision {name}: {field} must be one of {tuple(ELEMENT_BYTES)}, "
-                                 f"got {table[field]!r}")
+    for field, allowed in (("input", tuple(ELEMENT_BYTES)), ("accumulate", ACCUMULATE_TYPES),
+                           ("output", tuple(ELEMENT_BYTES))):
+        if table[field] not in allowed:
+            raise CatalogueError(f"precision {name}: {field} must be one of {allowed}, got {table[field]!r}")
     tolerance = table["tolerance"]
     if not (isinstance(tolerance, float) and 0 < tolerance < 1):
         raise CatalogueError(f"precision {name}: tolerance must be a relative error between 0 and 1, "

@@ -209,6 +209,7 @@ GOOD = HEAD + ENTRY
     (lambda t: t + "tma = { C = { box = [8, 64], swizzle = 128 } }\n", r"row of the box \(256 bytes\) must fit"),
     (lambda t: t.replace('baseline = "fp32/cublas"', 'baseline = "fp32/k"'), "'fp32/k' as its baseline, which is not"),
     (lambda t: t.replace('output = "fp32"', 'output = "fp64"'), "output must be one of"),
+    (lambda t: t.replace('accumulate = "fp32"', 'accumulate = "bf16"'), r"accumulate must be one of \('fp32', 'fp16'\)"),
     (lambda t: t.replace("tolerance = 1e-5", "tolerance = 2"), "tolerance must be a relative error"),
     (lambda t: t.replace("{ 90 = 256 }", '{ hopper = 256 }'), "flop_per_sm_per_clock maps compute capabilities"),
     (lambda t: t.replace('accumulate = "fp32"\n', ""), r"precision fp32: missing fields \['accumulate'\]"),
@@ -232,6 +233,12 @@ def test_a_library_kernel_takes_no_compile_or_launch_fields(tmp_path: Path):
         load_catalogue(_write(tmp_path, HEAD + "pitch = 4\n"), tmp_path)
     with pytest.raises(CatalogueError, match=r"a library kernel has no \['cluster'\]"):
         load_catalogue(_write(tmp_path, HEAD + "cluster = [2, 1, 1]\n"), tmp_path)
+
+
+def test_without_kernel_sizes_an_entry_is_timed_at_every_size_of_the_suite(tmp_path: Path):
+    (tmp_path / "k.cu").write_text("// k\n")
+    kernels = load_catalogue(_write(tmp_path, GOOD.replace("kernel_sizes = [64]\n", "")), tmp_path)
+    assert kernels["fp32/k"].sizes == (64, 128)
 
 
 def test_launch_fields_are_read(tmp_path: Path):
