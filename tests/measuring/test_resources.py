@@ -93,3 +93,16 @@ def test_a_compile_error_carries_the_compiler_log(tmp_path, monkeypatch):
     kernel = dataclasses.replace(get_kernel("fp32/naive"), name="fp32/broken")
     with pytest.raises(BuildError, match=r"fp32/broken: compiling .* for sm_90 failed.*\n.*identifier \"x\" is undefined"):
         resources.compile_offline(kernel, "sm_90")
+
+
+def test_the_cuda_extras_carry_what_compiling_without_a_gpu_needs():
+    """The main job on a box without a GPU is this module's compile: its environment is the package with a CUDA
+    extra, not the tests' extra, so that extra must bring NVRTC, its Python bindings and the runtime's headers."""
+    import tomllib
+    from pathlib import Path
+
+    extras = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    for extra, suffix in (("cuda13", ""), ("cuda12", "-cu12")):
+        names = {requirement.split(">")[0].split("=")[0].split("[")[0] for requirement in extras[extra]}
+        assert {"cuda-bindings", f"nvidia-cuda-nvrtc{suffix}", f"nvidia-cuda-runtime{suffix}"} <= names, extra
