@@ -139,7 +139,7 @@ __device__ __forceinline__ void tma_store_wait_all() {
     asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
-// --- Warpgroups, clusters, registers ----------------------------------------------------------------------------------
+// --- Warpgroups, clusters, registers ---------------------------------------------------------------------------------
 
 // A barrier among the THREADS threads that use barrier `id` (1-15; 0 is __syncthreads).
 template <int THREADS>

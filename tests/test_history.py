@@ -64,7 +64,8 @@ def test_a_gpu_box_runs_every_case_of_the_suite_and_no_combination_that_is_none(
     assert runs("bench_gemm.Gemm.track_time('wgmma_cluster', 8192, 'bf16')")
     assert runs("bench_gemm.Gemm.track_card('naive', 1024, 'fp32')")
     assert runs("bench_gemm.GemmShapes.track_time('fp32/naive', '256x1024x1024')")
-    assert runs("bench_gpu.Gpu.track_sm_count") and runs("bench_resources.Resources.track_registers('fp32/naive', 'sm_90')")
+    assert runs("bench_gpu.Gpu.track_sm_count")
+    assert runs("bench_resources.Resources.track_registers('fp32/naive', 'sm_90')")
     assert not runs("bench_gemm.Gemm.track_time('naive', 8192, 'fp32')")  # not timed at 8192
     assert not runs("bench_gemm.Gemm.track_time('naive', 1024, 'bf16')")  # no such kernel
     assert not runs("bench_gemm.Gemm.track_time('wgmma_tma', 2048, 'fp16')")

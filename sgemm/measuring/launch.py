@@ -120,13 +120,14 @@ def resident_blocks(kernel: Kernel, function) -> int:
 
 def _arguments(values: list) -> tuple[list, int]:
     """ctypes storage for each argument, and the address of the array of pointers to them that the driver takes."""
-    storage = [value if isinstance(value, ctypes._SimpleCData) else (ctypes.c_ubyte * len(value)).from_buffer_copy(value)
-               for value in values]
+    storage = [value if isinstance(value, ctypes._SimpleCData)
+               else (ctypes.c_ubyte * len(value)).from_buffer_copy(value) for value in values]
     pointers = (ctypes.c_void_p * len(storage))(*(ctypes.addressof(item) for item in storage))
     return [storage, pointers], ctypes.addressof(pointers)
 
 
-def prepare(kernel: Kernel, raw_kernel, m: int, n: int, k: int, alpha: float, beta: float, a, b, c) -> Callable[[], None]:
+def prepare(kernel: Kernel, raw_kernel, m: int, n: int, k: int, alpha: float, beta: float,
+            a, b, c) -> Callable[[], None]:
     """A launch of the compiled kernel on a, b, c (the whole, padded storage: the kernel gets their base pointers and
     row strides) that runs on CuPy's current stream each time it is called."""
     import cupy

@@ -123,7 +123,8 @@ def geometry_problem(kernel: Kernel, geometry: CompiledGeometry, static_shared_b
     """Where the catalogue entry and the compiled kernel disagree on how it is launched, or None."""
     threads = math.prod(kernel.block())
     if geometry.max_threads != threads:
-        return f"{kernel.name}: the catalogue launches {threads} threads a block, __launch_bounds__ says {geometry.max_threads}"
+        return (f"{kernel.name}: the catalogue launches {threads} threads a block, __launch_bounds__ says "
+                f"{geometry.max_threads}")
     if geometry.cluster is not None and geometry.cluster != kernel.cluster:
         return (f"{kernel.name}: the catalogue launches clusters of {list(kernel.cluster)}, the kernel requires "
                 f"{list(geometry.cluster)}")
