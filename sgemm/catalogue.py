@@ -63,6 +63,10 @@ class Precision:
     # (compute capability, dense FLOP per SM per clock) pairs, for "% of peak"; an architecture not listed: unknown
     flop_per_sm_per_clock: tuple[tuple[int, int], ...]
 
+    def element_type(self, operand: str) -> str:
+        """The element type of matrix A, B or C."""
+        return self.output if operand == "C" else self.input
+
     def rate(self, compute_capability: int) -> int | None:
         """Dense FLOP per SM per clock on this architecture, or None where the table does not say."""
         return dict(self.flop_per_sm_per_clock).get(compute_capability)
@@ -170,7 +174,7 @@ class Kernel:
 
     def element_bytes(self, operand: str) -> int:
         """Bytes per element of A, B or C."""
-        return ELEMENT_BYTES[self.types.output if operand == "C" else self.types.input]
+        return ELEMENT_BYTES[self.types.element_type(operand)]
 
     def leading_dimensions(self, m: int, n: int, k: int) -> tuple[int, int, int]:
         """Row strides (in elements) of A, B and C: K, N, N rounded up to the pitch."""
@@ -238,7 +242,7 @@ def _tma(name: str, value, types: Precision) -> tuple[TmaOperand, ...]:
             raise CatalogueError(f"{name}: tma.{operand}.box {list(box)}: at most {MAX_TMA_BOX} a dimension")
         if spec["swizzle"] not in TMA_SWIZZLES:
             raise CatalogueError(f"{name}: tma.{operand}.swizzle must be one of {TMA_SWIZZLES} bytes")
-        row_bytes = box[1] * ELEMENT_BYTES[types.output if operand == "C" else types.input]
+        row_bytes = box[1] * ELEMENT_BYTES[types.element_type(operand)]
         if spec["swizzle"] and row_bytes > spec["swizzle"]:
             raise CatalogueError(f"{name}: tma.{operand}: a row of the box ({row_bytes} bytes) must fit the "
                                  f"{spec['swizzle']}-byte swizzle")

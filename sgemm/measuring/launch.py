@@ -37,8 +37,7 @@ class TensorMapRequest:
 
 def tensor_map_request(kernel: Kernel, copy: TmaOperand, address: int, rows: int, cols: int,
                        row_stride_elements: int) -> TensorMapRequest:
-    types = kernel.types
-    element = ELEMENT_TYPES[types.output if copy.operand == "C" else types.input]
+    element = ELEMENT_TYPES[kernel.types.element_type(copy.operand)]
     box_rows, box_cols = copy.box
     return TensorMapRequest(element.tensor_map_type, address, (cols, rows),
                             row_stride_elements * kernel.element_bytes(copy.operand), (box_cols, box_rows),

@@ -181,12 +181,12 @@ def usage_table(kernels: list[Kernel],
         except (BuildError, ValueError) as exc:
             return str(exc)
 
-    builds = {(kernel.name, arch): (kernel.source, kernel.entry, arch) for kernel in kernels if not kernel.library
-              for arch in kernel.architectures(archs)}
+    builds = {}  # (kernel name, arch) -> its program
     programs = {}  # each distinct program, compiled once: (source, entry, arch) -> (kernel, arch)
     for kernel in kernels:
         for arch in kernel.architectures(archs) if not kernel.library else ():
-            programs.setdefault((kernel.source, kernel.entry, arch), (kernel, arch))
+            builds[kernel.name, arch] = program = (kernel.source, kernel.entry, arch)
+            programs.setdefault(program, (kernel, arch))
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         usage = dict(zip(programs, pool.map(usage_or_error, programs.values())))
     return {build: usage[program] for build, program in builds.items()}
