@@ -11,7 +11,7 @@ import os
 from statistics import median
 
 from . import under_test
-from .worktree import FORMER_NAMES, KERNELS, PRECISIONS, SIZES, SWEEP_KERNELS, SWEEP_SHAPES
+from .worktree import FORMER_NAMES, KERNELS, PRECISIONS, REFERENCE, SIZES, SWEEP_KERNELS, SWEEP_SHAPES
 
 try:
     from asv_runner.benchmarks.mark import SkipNotImplemented  # a skip raised from a benchmark method, not setup
@@ -43,7 +43,9 @@ class _MeasuredCase:
     """The figures of one case, each read from a single measurement made once per asv round (see
     sgemm.measuring.record)."""
 
-    timeout = 600
+    # The first benchmark process of a round measures every case of the run (sgemm.measuring.record): 275 cases
+    # and their paired reference timings took about N minutes on an H100.
+    timeout = 3600
 
     def setup_cache(self):
         # A scratch directory private to this asv run, where each case's measurement waits for its other methods.
@@ -133,6 +135,21 @@ class _MeasuredCase:
         return {"samples": [int(card[:CARD_NUMBER_HEX_DIGITS], 16)], "number": 1} if card else float("nan")
 
     track_card.unit = "card"
+
+    def track_time_over_reference(self, run_dir, *params):
+        """Time over the reference build's: the kernel as the reference commit has it ([suite] reference in the
+        catalogue: its own source and entry) and as this commit has it, built in one process and timed side by
+        side in alternating blocks, L2 warm. Each sample is one pair of blocks' ratio. At the power cap the clock
+        moves by 30% between processes and the time with it; this ratio moves with the code alone."""
+        reference = getattr(self.figures("time_over_reference"), "reference", None) or {}
+        if "pair_ratios" not in reference:
+            raise SkipNotImplemented(reference.get("missing", "not timed against a reference build (sgemm history "
+                                                              "names one)"))
+        return {"samples": reference["pair_ratios"], "number": 1}
+
+    track_time_over_reference.unit = "ratio"
+    # A moved reference is another figure: asv starts its series afresh and keeps the old one's results apart.
+    track_time_over_reference.version = f"reference {REFERENCE}"
 
 
 class Gemm(_MeasuredCase):

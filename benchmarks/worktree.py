@@ -31,3 +31,4 @@ SWEEP_KERNELS, SWEEP_SHAPES = catalogue.sweep(_PATH)
 # The names kernels had before a rename stay parameters: a gate measures a renamed kernel under its old name at base,
 # and the old name's history goes on.
 FORMER_NAMES = [old for kernel in KERNELS.values() for old in kernel.renamed_from]
+REFERENCE = catalogue.reference(_PATH)  # the commit the history's paired track times each kernel against

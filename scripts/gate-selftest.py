@@ -1,28 +1,34 @@
 #!/usr/bin/env python3
 """Does the gate tell real slowdowns from noise on this GPU box, and refuse a GPU it does not have to itself?
 
-In a scratch clone of HEAD, with the working tree's uncommitted changes committed on top, it makes three commits:
-SLOW_1 and SLOW_3 make fp32/warptile spin for a few SM cycles per unit of K at the start of every block (about 1% and
-3% slower; the spin is a template parameter that is 0 everywhere else, so every other kernel compiles as before), and
-DOCS changes documentation only. Steps (--steps, default all of them):
-
-  docs   N documentation-only gates (--docs-runs, default 3) with every kernel selected at one size (--docs-size):
-         expected exit 0, no REGRESSION and no IMPROVEMENT.
-  slow   the gate from HEAD to SLOW_1 (threshold 0.5%) and to SLOW_3 (default threshold), each the gate of one
-         changed kernel at the suite's default sizes: expected exit 1 naming fp32/warptile alone; then one process
-         measures the three variants side by side (NVBench, in-process A/B) to give the ratios the gate should report.
+In a scratch clone of HEAD, with the working tree's uncommitted changes committed on top, it makes these commits,
+each on top of HEAD:
+  DOCS    documentation only.
+  SLOW_G  the TMA-store epilogue of kernels/wgmma_specialized.cu spins SPIN_G SM cycles per tile: the Hopper
+          ladder's last step (fp16/ and bf16/wgmma_grouped_tma_store) about 0.5% slower at 8192; steps c to f of the
+          same file do not take that branch, and compile to the programs they were.
+  SLOW_S  kernels/fp32_naive.cu's 32 x 32 instantiation spins SPIN_S SM cycles once its block has written C:
+          fp32/naive about 0.5% slower at 4096, the file's four other kernels unchanged programs.
+  TILE    kernels/fp32_vectorized.cu writes a thread's column groups of C out in the other order: for each of its
+          seven kernels a new program. On an H100 at 4096 three of them run at the same speed and four faster (by up
+          to 6%: the compiler schedules the epilogue differently).
+Steps (--steps, default all of them), each a gate run as `sgemm gate` in the clone, its report kept:
+  aa     --aa-runs A/A gates (HEAD -> DOCS) of every kernel at 4096, the shape sweep left out, timing forced:
+         expected exit 0 and no verdict but SAME. The first gate's rounds teach the paired noise file the later
+         ones use (written to OUT/noise.json).
+  slow_g, slow_s  HEAD -> SLOW_G and HEAD -> SLOW_S with default options: expected exit 1 naming exactly the changed kernels
+         (and their precision twins); then each again at 4096 with timing forced, every unchanged kernel
+         of the same file SAME; and scripts/ab-events.py's ratio for the changed kernels, to compare.
+  tile   HEAD -> TILE at 4096: expected exit 0 (no regression), the file's seven kernels timed, no REGRESSION.
   busy   a process running FP16 cuBLAS on the GPU, then a gate: expected exit 2 within 60 s naming that process.
-
-Each gate's report and log land in OUTPUT_DIR; a summary table is printed last. Needs what `sgemm gate` needs
-(SGEMM_CUDA_SITE; offline, PIP_NO_INDEX and PIP_FIND_LINKS). Exit 0 when every gate ended as expected.
-Usage: scripts/gate-selftest.py [OUTPUT_DIR] [--steps docs,slow,busy] [--docs-runs 3] [--docs-size 2048]
+Writes OUT/selftest.md (a summary table, then every report) and OUT/selftest.json. Exit 0 when every gate ended as
+expected. Usage: scripts/gate-selftest.py [OUT] [--steps aa,slow_g,slow_s,tile,busy] [--aa-runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import shutil
 import subprocess
@@ -31,21 +37,35 @@ import tempfile
 import time
 from pathlib import Path
 
-KERNEL = "fp32/warptile"
-SOURCE = "kernels/fp32_warptile.cu"
-TEMPLATE = "template <int BM, int BN, int BK, int WM, int WN, int WN_ITERS, int TM, int TN, int THREADS>"
-BODY_START = "const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {\n"
-INSTANTIATION = "gemm_warptile<128, 128, 16, 64, 64, 4, 8, 4, 128>"
-ENTRY = f'entry = "{INSTANTIATION}"'
-# SM cycles of spin per unit of K: a block's main loop takes K / BK steps, so a spin proportional to K costs the same
-# share of the time at every size. ~2.3M cycles per block at 4096 on an H100 make 6 about 1% and 18 about 3%.
-SPIN_1, SPIN_3 = 6, 18
-SPIN = """    if constexpr (SPIN_PER_K > 0) {  // gate self-test: an injected slowdown
-        const long long until = clock64() + static_cast<long long>(SPIN_PER_K) * K;
-        while (clock64() < until) {
-        }
-    }
-"""
+ROOT = Path(__file__).resolve().parents[1]
+# Cycles of spin per tile in the TMA-store epilogue: ~140k cycles a tile of 128 x 256 x 8192 at the power cap's clock.
+SPIN_G = 800
+# Cycles of spin at the end of each 32 x 32 block of fp32/naive: 16,384 blocks at 4096, two an SM at once, so about
+# 62 waves of K cycles each add 0.13 ms to 23.3 ms. (Spins in the element-by-element path of fp32_vectorized.cu moved
+# its time by -3.4% and +3.5% whatever their length: they changed how the compiler scheduled the whole kernel.)
+SPIN_S = "K"
+EDITS = {
+    "SLOW_G": ("kernels/wgmma_specialized.cu",
+               "            } else {\n                float* buffers = ",
+               "            } else {\n                {  // self-test: an injected slowdown\n"
+               f"                    const long long until = clock64() + {SPIN_G};\n"
+               "                    while (clock64() < until) {\n                    }\n                }\n"
+               "                float* buffers = "),
+    "SLOW_S": ("kernels/fp32_naive.cu",
+               "        if (col < N) store_epilogue(&C[row * ldc + col], acc[j], alpha, beta);\n    }\n}\n",
+               "        if (col < N) store_epilogue(&C[row * ldc + col], acc[j], alpha, beta);\n    }\n"
+               "    if constexpr (BLOCK_X == 32) {  // self-test: an injected slowdown, once C is written\n"
+               f"        const long long until = clock64() + {SPIN_S};\n"
+               "        while (clock64() < until) {\n        }\n    }\n}\n"),
+    "TILE": ("kernels/fp32_vectorized.cu",
+             "        for (int g = 0; g < GROUPS; ++g) {\n            const int col = block_col",
+             "        for (int g = GROUPS - 1; g >= 0; --g) {\n            const int col = block_col"),
+}
+CHANGED = {"SLOW_G": {"fp16/wgmma_grouped_tma_store", "bf16/wgmma_grouped_tma_store"},
+           "SLOW_S": {"fp32/naive"}}
+EVENTS_CASES = {"SLOW_G": [("fp16/wgmma_grouped_tma_store", 8192), ("bf16/wgmma_grouped_tma_store", 8192),
+                           ("fp16/wgmma_grouped_tma_store", 4096)],
+                "SLOW_S": [("fp32/naive", 4096)]}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -53,34 +73,29 @@ def git(repo: Path, *args: str) -> str:
 
 
 def make_clone(source: Path) -> tuple[Path, dict[str, str]]:
-    """The scratch clone and its commits: HEAD, SLOW_1, SLOW_3 (on top of SLOW_1's parent) and DOCS."""
     clone = Path(tempfile.mkdtemp(prefix="gate-selftest-")) / "clone"
     subprocess.run(["git", "clone", "-q", str(source), str(clone)], check=True)
     git(clone, "config", "user.name", "gate self-test")
     git(clone, "config", "user.email", "gate-selftest@localhost")
-    # The working tree as it is (tracked and untracked files git does not ignore), so that what is measured is what
-    # is being checked, committed or not.
+    # The working tree as it is (tracked and untracked files git does not ignore): what is measured is what is being
+    # checked, committed or not.
     for name in git(source, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0"):
         if name and (source / name).is_file():
             (clone / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source / name, clone / name)
         elif name and (clone / name).exists():
-            (clone / name).unlink()  # deleted in the working tree
+            (clone / name).unlink()
     git(clone, "add", "-A")
     if git(clone, "status", "--porcelain"):
         git(clone, "commit", "-qm", "the working tree")
     commits = {"HEAD": git(clone, "rev-parse", "HEAD")}
-    kernel, catalogue = clone / SOURCE, clone / "sgemm/catalogue.toml"
-    text = kernel.read_text()
-    if text.count(TEMPLATE) != 1 or text.count(BODY_START) != 1 or catalogue.read_text().count(ENTRY) != 1:
-        sys.exit(f"{SOURCE} or fp32/warptile's catalogue entry is not the one this self-test edits")
-    spun = text.replace(TEMPLATE, TEMPLATE[:-1] + ", int SPIN_PER_K = 0>").replace(BODY_START, BODY_START + SPIN)
-    original_catalogue = catalogue.read_text()
-    for name, spin in (("SLOW_1", SPIN_1), ("SLOW_3", SPIN_3)):
+    for name, (path, old, new) in EDITS.items():
         git(clone, "checkout", "-q", commits["HEAD"])
-        kernel.write_text(spun)
-        catalogue.write_text(original_catalogue.replace(ENTRY, ENTRY[:-2] + f', {spin}>"'))
-        git(clone, "commit", "-qam", f"{KERNEL}: {spin} SM cycles of spin per unit of K")
+        text = (clone / path).read_text()
+        if text.count(old) != 1:
+            sys.exit(f"{path} is not the file this self-test edits for {name}")
+        (clone / path).write_text(text.replace(old, new))
+        git(clone, "commit", "-qam", f"self-test: {name}")
         commits[name] = git(clone, "rev-parse", "HEAD")
     git(clone, "checkout", "-q", commits["HEAD"])
     with open(clone / "README.md", "a") as readme:
@@ -90,53 +105,46 @@ def make_clone(source: Path) -> tuple[Path, dict[str, str]]:
     return clone, commits
 
 
-def run_gate(clone: Path, out: Path, name: str, base: str, head: str, *args: str) -> dict:
+def run_gate(clone: Path, out: Path, work: Path, name: str, base: str, head: str, *args: str) -> dict:
     git(clone, "checkout", "-q", head)
     started = time.monotonic()
     report = out / f"{name}.md"
     with open(out / f"{name}.log", "w") as log:
-        status = subprocess.run([sys.executable, "-m", "sgemm", "gate", base, head, "--report", str(report), *args],
-                                cwd=clone, stdout=subprocess.DEVNULL, stderr=log).returncode
+        status = subprocess.run([sys.executable, "-m", "sgemm", "gate", base, head, "--report", str(report),
+                                 "--work", str(work / name), *args], cwd=clone, stdout=subprocess.DEVNULL,
+                                stderr=log).returncode
     text = report.read_text() if report.exists() else ""
-    rows = [line for line in text.splitlines() if re.match(r"^\| \S+/\S+ ", line)]
-    flagged = [(row.split("|")[1].strip(), row.split("|")[11].strip().strip("*")) for row in rows
-               if re.search(r"\*\*(REGRESSION|IMPROVEMENT|AMBIGUOUS|ERROR)\*\*", row)]
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
+            if re.match(r"^\| \S+/\S+ ", line)]
+    timed = [row for row in rows if row[7] not in ("0", "")]
+    flagged = [(row[0], row[10].strip("*")) for row in rows if row[10].strip("*") != "SAME"]
+    detectable = sorted(float(row[6].rstrip("%")) for row in timed if row[6].endswith("%"))
     result = {"name": name, "exit": status, "seconds": round(time.monotonic() - started), "cases": len(rows),
-              "flagged": flagged, "rows": rows}
-    print(f"{name}: exit {status}, {result['seconds']} s, {len(rows)} cases, not SAME: {flagged or '-'}", flush=True)
+              "timed": len(timed), "flagged": flagged, "rows": rows,
+              "median_detectable_percent": detectable[len(detectable) // 2] if detectable else None,
+              "rounds": max((int(row[7]) for row in timed), default=0)}
+    print(f"{name}: exit {status}, {result['seconds']} s, {len(rows)} cases ({len(timed)} timed), "
+          f"not SAME: {flagged or '-'}", flush=True)
     return result
 
 
-def direct_ratios(clone: Path, sizes: list[int], processes: int = 3) -> dict[int, dict[str, float]]:
-    """The three variants measured side by side in one process, in a few processes: each spin's time over no spin's,
-    per size, the geometric mean over the processes."""
-    script = f"""
-import dataclasses, json, sys
-from sgemm.catalogue import get_kernel
-from sgemm.measuring.record import Case, run_cases
-base = get_kernel({KERNEL!r})
-variants = {{spin: dataclasses.replace(base, name=f"{{base.name}}_spin{{spin}}",
-                                      entry={INSTANTIATION[:-1]!r} + f", {{spin}}>") for spin in (0, {SPIN_1}, {SPIN_3})}}
-cases = [Case(variants[spin], s, s, s) for s in {sizes!r} for spin in variants]
-results = run_cases(cases)
-print(json.dumps({{case.id: results[case.id].median_s for case in cases}}))
-"""
-    logs: dict[int, dict[str, list[float]]] = {size: {"1%": [], "3%": []} for size in sizes}
-    for _ in range(processes):
-        done = subprocess.run([sys.executable, "-c", script], cwd=clone, capture_output=True, text=True)
-        if done.returncode:
-            print(done.stderr[-3000:], file=sys.stderr)
-            return {}
-        medians = json.loads(done.stdout.strip().splitlines()[-1])
-        for size in sizes:
-            of = {spin: medians[f"{KERNEL}_spin{spin}/{size}x{size}x{size}"] for spin in (0, SPIN_1, SPIN_3)}
-            logs[size]["1%"].append(math.log(of[SPIN_1] / of[0]))
-            logs[size]["3%"].append(math.log(of[SPIN_3] / of[0]))
-    return {size: {key: math.exp(sum(values) / len(values)) for key, values in by.items()} for size, by in logs.items()}
+def events_ratio(clone: Path, commits: dict[str, str], name: str, kernel: str, size: int) -> float:
+    trees = Path(tempfile.mkdtemp(prefix="ab-events-"))
+    for side in ("HEAD", name):
+        (trees / side).mkdir()
+        archive = subprocess.run(["git", "-C", str(clone), "archive", commits[side], "kernels", "sgemm/catalogue.toml"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(trees / side)], input=archive, check=True)
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ab-events.py"), str(trees / "HEAD"),
+                           str(trees / name), kernel, str(size)], cwd=clone, capture_output=True, text=True)
+    if done.returncode:
+        print(done.stderr[-2000:], file=sys.stderr)
+        return float("nan")
+    return json.loads(done.stdout.strip().splitlines()[-1])["ratio"]
 
 
-def start_fp16_load() -> subprocess.Popen:
-    """Another tenant: FP16 cuBLAS at 8192 in a loop for two minutes, as seen bringing the GPU to its power cap."""
+def start_fp16_load(clone: Path) -> subprocess.Popen:
+    """Another tenant: FP16 cuBLAS at 8192 in a loop for two minutes."""
     script = """
 import time
 import cupy
@@ -149,27 +157,32 @@ while time.monotonic() < end:
     problem.launch()
     cupy.cuda.Device().synchronize()
 """
-    load = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    load = subprocess.Popen([sys.executable, "-c", script], cwd=clone, stdout=subprocess.PIPE, text=True)
     load.stdout.readline()  # "running": its CUDA context exists, so NVML lists it
     return load
+
+
+def machine(clone: Path) -> str:
+    return subprocess.run([sys.executable, "-c", "from sgemm.machine import detect_identity, machine_name; "
+                           "print(machine_name(detect_identity()))"], cwd=clone, capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", nargs="?", default="gate-selftest")
-    parser.add_argument("--steps", default="docs,slow,busy")
-    parser.add_argument("--docs-runs", type=int, default=3)
-    parser.add_argument("--docs-size", type=int, default=2048)
+    parser.add_argument("--steps", default="aa,slow_g,slow_s,tile,busy")
+    parser.add_argument("--aa-runs", type=int, default=3)
+    parser.add_argument("--aa-first", type=int, default=1, help="the number of the first A/A gate (to go on from "
+                        "earlier ones)")
+    parser.add_argument("--noise", help="a paired noise file to give the A/A gates from the first on")
     args = parser.parse_args()
     steps = set(args.steps.split(","))
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    clone, commits = make_clone(Path(__file__).resolve().parents[1])
-    sys.path.insert(0, str(clone))
-    from sgemm.catalogue import default_sizes
-
-    sizes = default_sizes(clone / "sgemm/catalogue.toml")
-    gates, failures = [], 0
+    work = Path(tempfile.mkdtemp(prefix="gate-selftest-work-"))
+    clone, commits = make_clone(ROOT)
+    gates, failures, notes = [], 0, []
 
     def expect(result: dict, status: int, flagged_kernels: set[str] | None = None, also: bool = True) -> None:
         nonlocal failures
@@ -177,51 +190,76 @@ def main() -> int:
         ok = also and result["exit"] == status and (flagged_kernels is None or named == flagged_kernels)
         if status == 0:
             ok = ok and not result["flagged"]
-        result["expected"] = status
-        result["ok"] = ok
+        result.update(expected=status, ok=ok)
         failures += not ok
         gates.append(result)
 
-    if "slow" in steps:
-        expect(run_gate(clone, out, "slow-1", commits["HEAD"], commits["SLOW_1"], "--threshold", "0.5"), 1, {KERNEL})
-        expect(run_gate(clone, out, "slow-3", commits["HEAD"], commits["SLOW_3"]), 1, {KERNEL})
-        git(clone, "checkout", "-q", commits["SLOW_3"])
-        ratios = direct_ratios(clone, sizes)
-        (out / "direct-ab.json").write_text(json.dumps(ratios, indent=1))
-        print("\nIn-process A/B (the three variants in one NVBench process, three such processes; time with spin / "
-              "without), against the gates' ratios:")
-        for result, key in ((gates[-2], "1%"), (gates[-1], "3%")):
-            for row in result["rows"]:
-                cells = [c.strip() for c in row.split("|")]
-                if cells[1].startswith(KERNEL + " "):
-                    size = int(cells[1].split(" ")[1].split("x")[0])
-                    direct = ratios.get(size, {}).get(key, float("nan"))
-                    print(f"  {key} {cells[1]}: gate {cells[4]}, direct {direct:.3f}, "
-                          f"difference {abs(float(cells[4]) - direct) * 100:.2f} points; detectable {cells[7]}; "
-                          f"{cells[11]}")
-    if "docs" in steps:
-        for run in range(1, args.docs_runs + 1):
-            expect(run_gate(clone, out, f"docs-{run}", commits["HEAD"], commits["DOCS"], "-k", "fp32", "-k", "fp16",
-                            "--size", str(args.docs_size), "--no-sweep"), 0)
+    if "aa" in steps:
+        noise = args.noise
+        for run in range(args.aa_first, args.aa_first + args.aa_runs):
+            options = ["-k", "fp32", "-k", "fp16", "-k", "bf16", "--size", "4096", "--no-sweep", "--time-unchanged"]
+            result = run_gate(clone, out, work, f"aa-{run}", commits["HEAD"], commits["DOCS"], *options,
+                              *(["--noise", noise] if noise else []))
+            result["noise_file"] = bool(noise)
+            expect(result, 0)
+            if run == 1 and not noise:
+                noise = str(out / "noise.json")
+                done = subprocess.run([sys.executable, "-m", "sgemm", "noise", "--rounds", str(work / "aa-1"),
+                                       "--machine", machine(clone), "--out", noise], cwd=clone, capture_output=True,
+                                      text=True)
+                notes.append(f"noise from aa-1: {done.stdout.strip() or done.stderr.strip()}")
+    for name in ("SLOW_G", "SLOW_S"):
+        lower = name.lower()
+        if lower not in steps:
+            continue
+        expect(run_gate(clone, out, work, lower, commits["HEAD"], commits[name]), 1, CHANGED[name])
+        expect(run_gate(clone, out, work, f"{lower}-forced", commits["HEAD"], commits[name], "--time-unchanged",
+                        "--size", "4096"), 1, CHANGED[name])
+        for kernel, at in EVENTS_CASES[name]:
+            ratio = events_ratio(clone, commits, name, kernel, at)
+            gate_rows = [row for g in gates if g["name"] in (lower, f"{lower}-forced") for row in g["rows"]
+                         if row[0] == f"{kernel} {at}x{at}x{at}" and row[3]]
+            gate_ratio = float(gate_rows[0][3]) if gate_rows else float("nan")
+            difference = abs(gate_ratio - ratio) * 100
+            notes.append(f"{kernel} at {at}: gate {gate_ratio:.4f}, CuPy events alone {ratio:.4f}: "
+                         f"{difference:.2f} points apart")
+            failures += not difference <= 0.2
+    if "tile" in steps:
+        result = run_gate(clone, out, work, "tile", commits["HEAD"], commits["TILE"], "--size", "4096")
+        result["flagged"] = [f for f in result["flagged"] if f[1] != "IMPROVEMENT"]  # a change may be faster
+        expect(result, 0, also=result["timed"] == 7)
     if "busy" in steps:
-        load = start_fp16_load()
+        load = start_fp16_load(clone)
         try:
-            result = run_gate(clone, out, "busy", commits["HEAD"], commits["SLOW_3"], "--size", "1024")
-            report = (out / "busy.md").read_text() if (out / "busy.md").exists() else ""
-            named = f"pid {load.pid}" in report or f"pid {load.pid}" in (out / "busy.log").read_text()
-            print(f"\nbusy GPU: the gate {'named' if named else 'did not name'} the other process (pid {load.pid}) "
-                  f"and exited {result['exit']} after {result['seconds']} s")
+            result = run_gate(clone, out, work, "busy", commits["HEAD"], commits["SLOW_G"], "--size", "4096")
+            log = (out / "busy.log").read_text()
+            named = f"pid {load.pid}" in log or f"pid {load.pid}" in ((out / "busy.md").read_text()
+                                                                      if (out / "busy.md").exists() else "")
+            notes.append(f"busy GPU: the gate {'named' if named else 'did not name'} the other process "
+                         f"(pid {load.pid}) and exited {result['exit']} after {result['seconds']} s")
             expect(result, 2, also=named and result["seconds"] <= 60)
         finally:
             load.kill()
             load.wait()
 
-    print("\n| gate | exit (expected) | wall | cases | not SAME |")
-    print("|---|---|---:|---:|---|")
+    table = ["| gate | exit (expected) | wall | cases (timed) | rounds | median detectable | not SAME |",
+             "|---|---|---:|---:|---:|---:|---|"]
     for g in gates:
         flagged = ", ".join(f"{case} {verdict}" for case, verdict in g["flagged"]) or "-"
-        print(f"| {g['name']} | {g['exit']} ({g['expected']}){'' if g['ok'] else ' FAILED'} | {g['seconds']} s | "
-              f"{g['cases']} | {flagged} |")
+        table.append(f"| {g['name']} | {g['exit']} ({g['expected']}){'' if g['ok'] else ' FAILED'} | {g['seconds']} s"
+                     f" | {g['cases']} ({g['timed']}) | {g['rounds']} | {g['median_detectable_percent']}% | "
+                     f"{flagged} |")
+    summary = "\n".join(table + [""] + [f"- {note}" for note in notes])
+    print("\n" + summary)
+    reports = [f"\n\n# {g['name']}\n\n" + ((out / f"{g['name']}.md").read_text()
+                                         if (out / f"{g['name']}.md").exists() else "(no report)") for g in gates]
+    (out / "selftest.md").write_text(summary + "".join(reports))
+    (out / "selftest.json").write_text(json.dumps({"gates": gates, "notes": notes, "commits": commits}, indent=1))
+    for g in gates:  # the reports are in selftest.md; the logs' tails say what went wrong
+        (out / f"{g['name']}.md").unlink(missing_ok=True)
+        log = out / f"{g['name']}.log"
+        if g["ok"]:
+            log.unlink(missing_ok=True)
     return 1 if failures else 0
 
 

@@ -109,6 +109,9 @@ class Kernel:
     grid_rule: str = "tiles"  # "tiles": a block per tile of C; "persistent": as many blocks as the GPU holds at once
     tma: tuple[TmaOperand, ...] = ()  # in the order of TMA_OPERANDS
     target: str | None = None  # an architecture-specific target (e.g. "sm_90a"): compiled for it alone
+    # The source tree it is built from: this package's kernels, or those of another commit (the gate and the history
+    # build one kernel from two trees and time the builds side by side).
+    kernel_dir: Path = KERNEL_DIR
 
     @property
     def precision(self) -> str:
@@ -305,6 +308,7 @@ def _kernel_from_table(table: dict, kernel_dir: Path, precisions: dict[str, Prec
     if not isinstance(table.get("may_spill", False), bool):
         raise CatalogueError(f"{name}: may_spill must be true or false")
     return Kernel(
+        kernel_dir=kernel_dir,
         source=table["source"],
         entry=table["entry"],
         block_threads=_pair(name, "block_threads", table["block_threads"]),
@@ -444,6 +448,14 @@ def sweep(path: Path = CATALOGUE_PATH) -> tuple[list[str], list[tuple[int, int, 
     if any(len(shape) != 3 or min(shape) < 1 for shape in shapes):
         raise CatalogueError(f"{path}: [suite] sweep_shapes must be 'MxNxK' with M, N, K >= 1")
     return list(suite.get("sweep_kernels", [])), shapes
+
+
+def reference(path: Path = CATALOGUE_PATH) -> str | None:
+    """The commit the history times every kernel against, paired in one process ([suite] reference), or None."""
+    value = _suite(path).get("reference")
+    if value is not None and not (isinstance(value, str) and re.fullmatch(r"[0-9a-f]{40}", value)):
+        raise CatalogueError(f"{path}: [suite] reference must be a full commit hash (40 hex digits), got {value!r}")
+    return value
 
 
 def architectures(path: Path = CATALOGUE_PATH) -> list[str]:

@@ -197,6 +197,7 @@ def cmd_bench(args) -> int:
         print(f"[{index + 1}/{len(runnable)}] {case.id}  ({time.monotonic() - started:.0f} s)", file=sys.stderr)
 
     results = run_cases(runnable, args.device, progress)
+    versus = _versus_baseline(runnable, results, args.device) if args.versus_baseline else {}
     rows, failed = [], 0
     for case in runnable:
         result = results[case.id]
@@ -210,19 +211,61 @@ def cmd_bench(args) -> int:
         figures = Figures.of(result.tflops, reference.tflops if measured else None,
                              gpu.peak_tflops(case.kernel.precision),
                              result.median_sm_clock_mhz)
+        paired = versus.get(case.id)
         rows.append([case.kernel.name, shape, f"{result.median_s * 1e3:.3f}", *figures.texts(),
+                     *(_versus_texts(paired) if args.versus_baseline else []),
                      ", ".join(result.telemetry.get("throttle_reasons", []))])
     rows += [[case.kernel.name, f"{case.m}x{case.n}x{case.k}", "-", "-", "-", "-", "-", f"skipped: {reason}"]
              for case, reason in skipped]
     clock = f"{gpu.max_sm_clock_mhz:.0f} MHz" if gpu.max_sm_clock_mhz else "unknown (no NVML)"
     print(f"{gpu.name}, {gpu.sm_count} SMs, max SM clock {clock}")
-    print_table(["kernel", "MxNxK", "median ms", "TFLOP/s", "% cuBLAS", "% peak", "median SM MHz",
+    paired_header = ["% cuBLAS paired, L2 warm", "% cuBLAS paired, L2 flushed", "J/GEMM (cuBLAS)"] \
+        if args.versus_baseline else []
+    print_table(["kernel", "MxNxK", "median ms", "TFLOP/s", "% cuBLAS", "% peak", "median SM MHz", *paired_header,
                  "throttled / notes"], rows)
+    libraries = sorted({paired.library_version for paired in versus.values() if paired.library_version})
+    print("% cuBLAS: NVBench's medians, each case in its own measurement, L2 flushed before every launch"
+          + ("; paired: the kernel and cuBLAS alternated in blocks in one process, after a warm-up (95% interval)"
+             + (f"; cuBLAS {', '.join(libraries)}" if libraries else "") if args.versus_baseline else ""))
     if args.json:
         with open(args.json, "w") as out:
             json.dump({case_id: (vars(r) if not isinstance(r, BaseException) else {"error": str(r)})
+                       | ({"versus_baseline": vars(versus[case_id])} if case_id in versus else {})
                        for case_id, r in results.items()}, out, indent=1)
     return 1 if failed else 0
+
+
+def _versus_baseline(cases: list[Case], results: dict, device: int) -> dict:
+    """Each compiled kernel that measured, paired with its precision's baseline in this process."""
+    import cupy
+
+    from .measuring.ab import BuildFailed, versus_baseline
+    from .measuring.telemetry import CardReadings, TelemetryUnavailable, nvml_handle
+
+    try:
+        readings = CardReadings(nvml_handle(device))
+    except TelemetryUnavailable:
+        readings = None
+    found = {}
+    for index, case in enumerate(cases, 1):
+        if case.kernel.library or isinstance(results[case.id], BaseException):
+            continue
+        print(f"[{index}/{len(cases)}] {case.id} paired with its baseline", file=sys.stderr)
+        try:
+            with cupy.cuda.Device(device):
+                found[case.id] = versus_baseline(case.kernel, catalogue.baseline(case.kernel.precision), case.m,
+                                                 case.n, case.k, readings)
+        except BuildFailed as exc:
+            print(f"sgemm bench: {case.id}: {exc}", file=sys.stderr)
+    return found
+
+
+def _versus_texts(paired) -> list[str]:
+    if paired is None:
+        return ["-", "-", "-"]
+    texts = [f"{value:.1f} ({low:.1f}–{high:.1f})" for value, low, high in paired.percent.values()]
+    own, base = paired.joules
+    return [*texts, f"{own:.2f} ({base:.2f})" if own == own and base == base else "-"]
 
 
 def cmd_merge(args) -> int:
@@ -309,6 +352,10 @@ def _gate_input_problem(args) -> str | None:
     for pattern, _ in args.threshold_for:
         if not any(fnmatchcase(name, pattern) for name in kernels):
             return f"--threshold-for {pattern!r} matches no kernel in the working tree's catalogue"
+    if args.max_rounds < args.rounds:
+        return f"--max-rounds {args.max_rounds} is below --rounds {args.rounds}"
+    if args.noise and not Path(args.noise).is_file():
+        return f"--noise {args.noise}: no such file"
     if args.report:
         return _writable_file_problem("--report", args.report)
     return None
@@ -324,7 +371,8 @@ def cmd_gate(args) -> int:
 
     request = Request(
         Path(args.repo).resolve(), args.base, args.head, tuple(args.kernel), tuple(args.size or ()), not args.no_sweep,
-        Settings(args.threshold, tuple(args.threshold_for), args.rounds, max(args.max_rounds, args.rounds)),
+        Settings(args.threshold, tuple(args.threshold_for), args.rounds, args.max_rounds,
+                 time_unchanged=args.time_unchanged, pairing=not args.unpaired),
         Path(args.work).resolve() if args.work else None, args.machine, Path(args.report) if args.report else None,
         Path(args.noise) if args.noise else None, args.device)
     try:
@@ -381,33 +429,49 @@ def cmd_history(args) -> int:
 
 
 def cmd_noise(args) -> int:
-    from pathlib import Path
+    from .judging.noise import default_path, learn, learn_paired, write
 
-    from .judging.noise import default_path, learn, write
-
-    results = Path(args.results)
-    if not (results / args.machine).is_dir():
-        print(f"sgemm noise: {results} has no results of machine {args.machine!r}", file=sys.stderr)
-        return 2
-    try:
-        noise, runs = learn(results, args.machine)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"sgemm noise: cannot read the asv results of {args.machine!r} in {results}: {exc}", file=sys.stderr)
-        return 2
-    if not noise:
-        print(f"sgemm noise: no run of {args.machine!r} in {results} recorded two rounds or more of a case "
-              "(asv run --record-samples, with the round tracks)", file=sys.stderr)
-        return 2
+    noise, runs, paired, gates = {}, 0, {}, 0
+    if args.results:
+        results = Path(args.results)
+        if not (results / args.machine).is_dir():
+            print(f"sgemm noise: {results} has no results of machine {args.machine!r}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        try:
+            noise, runs = learn(results, args.machine)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"sgemm noise: cannot read the asv results of {args.machine!r} in {results}: {exc}",
+                  file=sys.stderr)
+            return EXIT_BAD_INPUT
+    if args.rounds:
+        if missing := [folder for folder in args.rounds if not Path(folder).is_dir()]:
+            print(f"sgemm noise: --rounds {missing[0]}: no such folder", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        try:
+            paired, gates = learn_paired([Path(folder) for folder in args.rounds])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"sgemm noise: cannot read the paired rounds in {', '.join(args.rounds)}: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    if not args.results and not args.rounds:
+        print("sgemm noise: give asv results (--results) or paired gates' work folders (--rounds), or both",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if not noise and not paired:
+        print("sgemm noise: no case was measured in two rounds or more of one run (asv run --record-samples with the "
+              "round tracks, or a paired gate)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     out = Path(args.out) if args.out else default_path(Path(args.repo), args.machine)
     try:
-        write(out, args.machine, noise, runs)
+        write(out, args.machine, noise, runs, paired, gates)
     except OSError as exc:
         print(f"sgemm noise: cannot write {out}: {exc}", file=sys.stderr)
-        return 2
-    sds = sorted(n.sd for n in noise.values())
-    print(f"wrote {out}: {len(noise)} cases from {runs} runs; between-round sd median {sds[len(sds) // 2]:.3%}, "
-          f"largest {sds[-1]:.3%}")
-    return 0
+        return EXIT_BAD_INPUT
+    for what, learned, count, unit in (("unpaired", noise, runs, "runs"), ("paired", paired, gates, "gates")):
+        if learned:
+            sds = sorted(n.sd for n in learned.values())
+            print(f"wrote {out}: {what}, {len(learned)} cases from {count} {unit}; round-to-round sd median "
+                  f"{sds[len(sds) // 2]:.3%}, largest {sds[-1]:.3%}")
+    return EXIT_OK
 
 
 def _shown_path(text: str) -> str:
@@ -587,6 +651,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "the suite times each kernel at)")
     shapes.add_argument("--shape", type=parse_shape, action="append", help="MxNxK (repeatable)")
     bench.add_argument("--json", help="also write every case's samples and telemetry to this file")
+    bench.add_argument("--versus-baseline", action="store_true", help="also time each kernel paired with its "
+                       "precision's cuBLAS in this process, L2 warm and flushed, and each alone for its joules "
+                       "per GEMM (about 9 s a kernel)")
     report = add("report", cmd_report, "rebuild the seed worklogs' tables and plots, from asv results or a fresh "
                  "measurement on this GPU", kernels=False)
     report.add_argument("--results", help="asv results directory to read (default: measure now on this GPU)")
@@ -604,17 +671,18 @@ def build_parser() -> argparse.ArgumentParser:
                 "directories kept apart; a bad or conflicting file stops it before anything is written)", kernels=False)
     merge.add_argument("sources", nargs="+", help="results directories to merge")
     merge.add_argument("--into", required=True, help="results directory to merge them into (created if missing)")
-    gate = add("gate", cmd_gate, "benchmark what a change can affect at two commits, round by round with asv "
-               "continuous, and judge each case on its round medians; exit 0 pass, 1 a regression, 2 undecided",
-               kernels=False)
+    gate = add("gate", cmd_gate, "benchmark what a change can affect at two commits, round by round (base and head "
+               "builds side by side in each round's process, or, where the measuring code changed, each commit in "
+               "processes of its own), and judge each case; exit 0 pass, 1 a regression, 2 undecided", kernels=False)
     gate.add_argument("base", help="the commit the change starts from (e.g. the pull request's base)")
     gate.add_argument("head", help="the commit with the change")
     gate.add_argument("-k", "--kernel", action="append", default=[],
                       help="also measure this kernel or precision, changed or not (repeatable)")
     gate.add_argument("--size", type=_size, action="append", help="square size, one of the suite's (repeatable; "
                       "default: all of them)")
-    gate.add_argument("--threshold", type=_percent, default=0.02, metavar="PERCENT",
-                      help="smallest change in time that counts, in percent (default 2)")
+    gate.add_argument("--threshold", type=_percent, metavar="PERCENT",
+                      help="smallest change in time that counts, in percent (default 0.25 for cases measured paired, "
+                      "2 for cases measured unpaired)")
     gate.add_argument("--threshold-for", type=_threshold_pattern, action="append", default=[],
                       metavar="PATTERN=PERCENT", help="threshold for kernels matching a shell pattern, e.g. "
                       "'fp16/*=4' (repeatable; the last match wins)")
@@ -622,13 +690,17 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"interleaved rounds per commit, at least {MIN_ROUNDS} (default {DEFAULT_ROUNDS})")
     gate.add_argument("--max-rounds", type=_rounds, default=DEFAULT_MAX_ROUNDS,
                       help=f"rounds per commit for a case whose verdict is still open (default {DEFAULT_MAX_ROUNDS})")
-    gate.add_argument("--noise", help="between-round noise of unchanged code, from `sgemm noise` "
+    gate.add_argument("--noise", help="round-to-round noise of unchanged code, from `sgemm noise` "
                       "(default: REPO/noise/MACHINE.json when present)")
     gate.add_argument("--repo", default=".", help="the repository (default: the current directory)")
     gate.add_argument("--work", help="the gate's asv environments and results (default: REPO/.asv/gate)")
     gate.add_argument("--machine", type=_machine_name, help="asv machine name (default: from the GPU model)")
     gate.add_argument("--report", help="also write the Markdown report to this file")
     gate.add_argument("--no-sweep", action="store_true", help="square sizes only: leave out seed 003's shape sweep")
+    gate.add_argument("--time-unchanged", action="store_true", help="time cases whose base and head builds are one "
+                      "program too (an A/A gate), instead of calling them SAME untimed")
+    gate.add_argument("--unpaired", action="store_true", help="measure each commit in processes of its own, as when "
+                      "the measuring code changed, even where base and head could share a process")
     gate.add_argument("--dry-run", action="store_true", help="list the cases the change selects; measure nothing")
     history = add("history", cmd_history, "bring this box's asv history up to date, then build the site: the "
                   "newest commits on a first run (--first), every new commit later; without a GPU, the resource "
@@ -658,9 +730,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "GPU measured that shows the most kernels)")
     publish.add_argument("--npm-cache", help="folder of the libraries' npm tarballs: read when it holds them, "
                          "filled when the registry is reachable (needed offline)")
-    noise = add("noise", cmd_noise, "learn each case's between-round noise on one machine from asv results of "
-                "unchanged code (the history, or an A/A gate), for the gate", kernels=False)
-    noise.add_argument("--results", required=True, help="asv results directory")
+    noise = add("noise", cmd_noise, "learn each case's round-to-round noise on one machine, for the gate: unpaired "
+                "from asv results of unchanged code (the history), paired from paired gates' rounds", kernels=False)
+    noise.add_argument("--results", help="asv results directory")
+    noise.add_argument("--rounds", action="append", help="a paired gate's work folder (its --work), whose rounds/ "
+                       "hold its round ratios (repeatable)")
     noise.add_argument("--machine", required=True, help="asv machine name")
     noise.add_argument("--repo", default=".", help="the repository (default: the current directory)")
     noise.add_argument("--out", help="the noise file (default: REPO/noise/MACHINE.json)")

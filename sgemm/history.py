@@ -20,6 +20,7 @@ module chooses what it runs, says beforehand how long that should take, and leav
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -33,6 +34,7 @@ from pathlib import Path
 from . import asvsuite, catalogue
 from .asvconf import write_asv_config
 from .atomic import write_atomically
+from .measuring.record import CASES_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
 from .shards import Shard, ShardError, assign, identical_gpus, recorded_costs, write_joined
 
 DEFAULT_FIRST = 1
@@ -56,6 +58,10 @@ class Plan:
     bench: tuple[str, ...]  # asv's --bench expressions: what it runs
     left_out: tuple[str, ...]  # suites this box cannot run, in words
     seconds_per_commit: float | None  # from this machine's newest run, when there is one
+
+    @property
+    def gpu(self) -> bool:
+        return not self.left_out
 
     def describe(self, gpus: int = 1) -> list[str]:
         lines = [f"machine {self.machine}: {len(self.commits)} commit{'s' if len(self.commits) != 1 else ''} to "
@@ -123,9 +129,35 @@ def library_path(site_dirs: str) -> str:
     return os.pathsep.join(found + [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p])
 
 
-def _asv_environment() -> dict[str, str]:
+def _asv_environment(cases: list[asvsuite.SuiteCase] = (), reference: Path | None = None) -> dict[str, str]:
+    """The environment of an `asv run`: the CUDA stack linked in, the run's cases (measured in one process a round)
+    and the reference tree every case is also timed against."""
     site_dirs = cuda_site()
-    return dict(os.environ, SGEMM_CUDA_SITE=site_dirs, LD_LIBRARY_PATH=library_path(site_dirs))
+    env = dict(os.environ, SGEMM_CUDA_SITE=site_dirs, LD_LIBRARY_PATH=library_path(site_dirs))
+    env[CASES_VARIABLE] = json.dumps([[case.kernel, *case.shape] for case in cases])
+    if reference:
+        env[REFERENCE_VARIABLE] = str(reference)
+    return env
+
+
+def reference_tree(repo: Path, work_dir: Path) -> Path | None:
+    """The reference commit's kernels and catalogue ([suite] reference), exported once under `work_dir`; None when
+    the catalogue names no reference. HistoryError when the commit cannot be exported."""
+    from . import sourcetree
+
+    path = repo / "sgemm" / "catalogue.toml"
+    commit = catalogue.reference(path) if path.is_file() else None
+    if not commit:
+        return None
+    tree = work_dir / "reference" / commit
+    if not (tree / REFERENCE_COMMIT_FILE).is_file():
+        shutil.rmtree(tree, ignore_errors=True)
+        try:
+            sourcetree.export(repo, commit, tree)
+        except sourcetree.TreeError as exc:
+            raise HistoryError(f"[suite] reference: {exc}") from exc
+        (tree / REFERENCE_COMMIT_FILE).write_text(commit + "\n")
+    return tree
 
 
 def _asv_run(chosen: Plan, hashes: Path) -> list[str]:
@@ -148,7 +180,9 @@ def run(repo: Path, chosen: Plan, results_dir: Path, work_dir: Path) -> int:
         command = _asv_run(chosen, hashes) + ["--config", str(config), "--skip-existing-commits"]
         for pattern in chosen.bench:
             command += ["--bench", pattern]
-        return subprocess.run(command, cwd=repo, env=_asv_environment()).returncode
+        cases = suite_cases(repo) if chosen.gpu else []
+        reference = reference_tree(repo, work_dir) if chosen.gpu else None
+        return subprocess.run(command, cwd=repo, env=_asv_environment(cases, reference)).returncode
 
 
 # --- Several identical GPUs ----------------------------------------------------------------------------------------
@@ -230,6 +264,7 @@ def run_sharded(repo: Path, chosen: Plan, results_dir: Path, shards: list[Shard]
     work_dir.mkdir(parents=True, exist_ok=True)
     hashes = work_dir / "commits"
     hashes.write_text("\n".join(chosen.commits) + "\n")
+    reference = reference_tree(repo, work_dir)
     running = []
     for shard in shards:
         folder = work_dir / f"gpu-{shard.gpu}"
@@ -241,7 +276,8 @@ def run_sharded(repo: Path, chosen: Plan, results_dir: Path, shards: list[Shard]
         for pattern in case_patterns(list(shard.cases)) + (list(NOT_CASES) if shard is shards[0] else []):
             command += ["--bench", pattern]
         log = folder / "asv.log"
-        env = dict(_asv_environment(), **_shard_home(folder / "home"), CUDA_VISIBLE_DEVICES=uuids[shard.gpu])
+        env = dict(_asv_environment(list(shard.cases), reference), **_shard_home(folder / "home"),
+                   CUDA_VISIBLE_DEVICES=uuids[shard.gpu])
         with open(log, "w") as out:
             running.append((shard, log, subprocess.Popen(command, cwd=repo, env=env, stdout=out,
                                                          stderr=subprocess.STDOUT)))

@@ -147,9 +147,14 @@ def _shared_changes(before: _Snapshot, after: _Snapshot, changed: set[str]) -> l
     """The changed paths that every measurement goes through."""
     measurement = _measurement_files(before) | _measurement_files(after) | set(SUITE_CONFIGURATION)
     shared = sorted(changed & measurement)
-    if before.catalogue.get("suite") != after.catalogue.get("suite"):
+    if _suite_measured(before) != _suite_measured(after):
         shared.append(f"{CATALOGUE_FILE} [suite]")
     return shared
+
+
+def _suite_measured(snapshot: _Snapshot) -> dict:
+    """The [suite] table less its reference, which only the history's paired track reads: a gate is not shaped by it."""
+    return {key: value for key, value in snapshot.catalogue.get("suite", {}).items() if key != "reference"}
 
 
 def _measurement_files(snapshot: _Snapshot) -> set[str]:

@@ -1,16 +1,20 @@
-"""Each case's between-round noise on one machine, learned from runs of unchanged code, for the gate.
+"""Each case's round-to-round noise on one machine, learned from rounds of earlier runs, for the gate.
 
-Every round of an asv run is one process measuring the same commit, so the spread of a run's per-round medians (the
-round tracks of sgemm.asvsuite) is that case's between-process noise. Pooled over many runs (each commit of the
-published history, or the two sides of a documentation-only gate), it is known far better than from the few rounds of
-one gate: the gate holds each side's spread to at least this floor and adds its degrees of freedom
-(sgemm.judging.verdict).
+- Unpaired: every round of an asv run is one process measuring the same commit, so the spread of a run's per-round
+  medians (the round tracks of sgemm.asvsuite) is that case's between-process noise, learned from a results tree
+  (each commit of the history, or the sides of a gate measured unpaired).
+- Paired: every round of a paired gate is one process timing base and head side by side; the spread of a gate's
+  round ratios about their mean is the paired noise, whatever the change did to the mean, so every paired gate's
+  rounds (its work directory's rounds/) teach it.
+Pooled over many runs a case's noise is known far better than from the few rounds of one gate: the gate pools it
+with its own rounds by degrees of freedom (sgemm.judging.verdict), and sets it aside where its rounds contradict it.
 
 The file, one per machine (by default `noise/<machine>.json` in the repository the gate runs from):
-    {"machine": "nvidia-h100-80gb-hbm3", "made": "2026-11-23T20:00Z", "runs": 31,
-     "cases": {"fp32/float4 4096x4096x4096": {"sd": 0.0021, "df": 31}, ...}}
-`sd` is the pooled standard deviation of the natural logarithm of round medians within a run (0.0021 is about 0.21%),
-`df` its degrees of freedom (rounds less one, summed over runs).
+    {"machine": "nvidia-h100-80gb-hbm3", "made": "2026-11-25T20:00Z", "runs": 31, "paired_runs": 3,
+     "cases": {"fp32/float4 4096x4096x4096": {"sd": 0.0021, "df": 31}, ...},
+     "paired": {"fp32/float4 4096x4096x4096": {"sd": 0.0003, "df": 12}, ...}}
+`sd` is the pooled standard deviation of the natural logarithm of a round's figure within a run (0.0021 is about
+0.21%), `df` its degrees of freedom (rounds less one, summed over runs).
 """
 
 from __future__ import annotations
@@ -49,22 +53,50 @@ def learn(results_dir: Path, machine: str) -> tuple[dict[str, Noise], int]:
     return {label: Noise(math.sqrt(squares[label] / dfs[label]), dfs[label]) for label in squares}, len(runs)
 
 
-def write(path: Path, machine: str, noise: dict[str, Noise], runs: int) -> None:
+def learn_paired(work_dirs: list[Path]) -> tuple[dict[str, Noise], int]:
+    """Every case's pooled paired noise over the rounds of these gates (their work directories), and how many gates
+    had rounds. A gate's round files are rounds/round-N.jsonl, one line a case (sgemm.measuring.ab)."""
+    squares: dict[str, float] = {}
+    dfs: dict[str, int] = {}
+    gates = 0
+    for work_dir in work_dirs:
+        logs: dict[str, list[float]] = {}
+        files = sorted(Path(work_dir).glob("**/rounds/round-*.jsonl"))
+        for path in files:
+            for text in path.read_text().splitlines():
+                line = json.loads(text)
+                if "ratio" in line and line["ratio"] > 0:
+                    logs.setdefault(line["label"], []).append(math.log(line["ratio"]))
+        gates += bool(files)
+        for label, values in logs.items():
+            if len(values) < 2:
+                continue
+            mean = sum(values) / len(values)
+            squares[label] = squares.get(label, 0.0) + sum((x - mean) ** 2 for x in values)
+            dfs[label] = dfs.get(label, 0) + len(values) - 1
+    return {label: Noise(math.sqrt(squares[label] / dfs[label]), dfs[label]) for label in squares}, gates
+
+
+def write(path: Path, machine: str, noise: dict[str, Noise], runs: int, paired: dict[str, Noise] | None = None,
+          paired_runs: int = 0) -> None:
     made = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
-    data = {"machine": machine, "made": made, "runs": runs,
-            "cases": {label: {"sd": round(n.sd, 6), "df": n.df} for label, n in sorted(noise.items())}}
+    data = {"machine": machine, "made": made, "runs": runs, "paired_runs": paired_runs,
+            "cases": {label: {"sd": round(n.sd, 6), "df": n.df} for label, n in sorted(noise.items())},
+            "paired": {label: {"sd": round(n.sd, 7), "df": n.df} for label, n in sorted((paired or {}).items())}}
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, (json.dumps(data, indent=1) + "\n").encode())
 
 
-def read(path: Path, machine: str) -> dict[str, Noise]:
-    """The noise of each case, from a file written by `write` for this machine."""
+def read(path: Path, machine: str) -> dict[str, dict[str, Noise]]:
+    """The noise of each case by how it is measured ("paired", "unpaired"), from a file `write` wrote for this
+    machine (a file from before pairing has the unpaired section alone)."""
     try:
         data = json.loads(path.read_text())
         if data.get("machine") != machine:
             raise NoiseFileError(f"{path} is the noise of machine {data.get('machine')!r}, not of {machine!r}")
-        return {label: Noise(float(entry["sd"]), int(entry["df"])) for label, entry in data["cases"].items()
-                if float(entry["sd"]) >= 0 and int(entry["df"]) > 0}
+        return {method: {label: Noise(float(entry["sd"]), int(entry["df"])) for label, entry in data[key].items()
+                         if float(entry["sd"]) >= 0 and int(entry["df"]) > 0}
+                for method, key in (("unpaired", "cases"), ("paired", "paired")) if key in data}
     except NoiseFileError:
         raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -1,56 +1,77 @@
-"""Verdicts on the rounds of a gate: REGRESSION, IMPROVEMENT, AMBIGUOUS or SAME per case, with the false-alarm
-rate controlled across all cases of one gate.
+"""Verdicts on a gate's rounds: REGRESSION, IMPROVEMENT, AMBIGUOUS, NOT POWERED or SAME per case, judged at the
+user's threshold, with the false-alarm rate held over every case and every look of one gate.
 
-The unit of evidence is the round. Samples inside one NVBench run agree to about 0.1%, while the same case measured
-in two processes differs by up to 0.8%: the noise that matters lives between processes. So each side of a case is
-the list of its rounds' medians (one asv process per round), and the test is Welch's t-test on their logarithms;
-pooled samples of one or two processes would call every between-process shift "significant".
+The unit of evidence is the round: one process. Inside one process a case's samples agree far better than two
+processes do (an H100 at its power cap moves its clock by up to 30% between processes), so a pooled sample would call
+every between-process shift significant. Two kinds of case:
+- Paired (sgemm.measuring.ab): a round is one process that times the base and head builds side by side and gives
+  one ratio, head over base. The test is a one-sample t-test on the logarithms of the round ratios.
+- Unpaired, the fallback where the code that measures changed and the two commits cannot share a process: each
+  side's rounds are separate processes (asv); the test is a two-sample t-test on the logarithms of the round medians
+  (the two sides' variances pooled: they are one case on one box).
 
-- Effect: the ratio of geometric means of round medians, head over base (above 1 is slower), with its standard
-  error from the between-round spread. Where a noise file gives a case's between-round spread measured on unchanged
-  code (sgemm.judging.noise), each side's spread is at least that, and the file's degrees of freedom are added.
-- Reference: a kernel is judged relative to its precision's cuBLAS controls measured in the same rounds (its ratio
-  over theirs, the standard errors combined), so that a box that moved as a whole (another tenant on the node, a
-  warmer room, a lower clock) is not blamed on the change; the controls' own moves are reported. The controls of all
-  sizes are pooled (inverse-variance weighted): a box's move shows at every size, and pooling keeps the reference's
-  own noise from doubling the kernel's.
-- Multiple cases: the p-values of all judged cases of one gate are adjusted by Benjamini-Hochberg, so the expected
-  share of false alarms among the cases flagged is at most FALSE_DISCOVERY_RATE.
-- Threshold: a case's threshold is the larger of the user's and its detectable effect, the smallest slowdown its
-  noise lets the test find with POWER probability; the report says when the two differ.
-- Clock: a difference in time must also be there at equal SM clock (time x median clock of each round: cycles),
-  since a clock the driver lowered moves time alone. A case whose time did not change is SAME whatever the clock
-  did; a time difference that the clock explains, or contradicts, is AMBIGUOUS.
+The statistics:
+- Noise of unchanged code (sgemm.judging.noise), where known for a case, is pooled with the gate's own estimate:
+  s^2 = ((n - 1) s_gate^2 + df_f sd_f^2) / (n - 1 + df_f), with n - 1 + df_f degrees of freedom. A file is never a
+  floor on its own: a wrong file moves the estimate by its share of the degrees of freedom, no more.
+- A noise file the gate's own rounds contradict is set aside: where the cases' own spreads, against the file's,
+  are larger than chance allows (an F-test over all of them at NOISE_CHECK_LEVEL), the file no longer describes this
+  box (its sd half the truth made nearly every A/A gate raise a false alarm once pooled), and each case is judged
+  on its own rounds; the report says so.
+- A round's figure is never taken as more precise than the timer reading it (a zero spread would read as certainty):
+  its standard deviation is at least its relative resolution over sqrt(12).
+- The family: Benjamini-Hochberg over every judged case of the gate (controls are context and stay out), at the
+  level the look spends. A gate looks after its first rounds, then again, with more rounds, at the cases still open;
+  look i spends alpha (n_i - n_(i-1)) / N of the false-discovery rate alpha, N the most rounds allowed, so that all
+  its looks together spend at most alpha. A case decided at a look keeps that verdict: it is never judged again
+  against rounds it was not in.
+- Planning, not judging: the detectable effect is the smallest change a case's test would find with POWER
+  probability at the level Benjamini-Hochberg applies to the family's smallest p-values, alpha_look k / m (m cases,
+  k real changes expected, 1 by default). It says how many rounds a case needs. The verdict is always judged at the
+  user's threshold; a case whose detectable effect is still above it after the most rounds allowed is NOT POWERED
+  for that effect, which the gate reports as undecided, never as a quietly raised threshold.
+- Verdicts: REGRESSION (IMPROVEMENT) is significant and slower (faster) than the threshold. For an unpaired case
+  the difference must also hold at equal SM clock (time x clock: cycles) below the power cap, where time follows
+  1/clock; at the power cap it does not, a clock the driver moved between processes cannot be told from a change of
+  the code, and a significant difference there is AMBIGUOUS (pairing is what decides such cases). NOT POWERED, as
+  above. SAME otherwise: no significant difference with enough power, or a significant one within the threshold.
+- Intervals are false-coverage-rate adjusted (Benjamini-Yekutieli): level 1 - R alpha_look / m, R the cases flagged
+  at that look, so that the flagged cases' intervals cover together as the correction promises. q-values are BH's.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from statistics import fmean, median
 
 FALSE_DISCOVERY_RATE = 0.05
 POWER = 0.8
-MIN_ROUNDS = 3  # a side's spread from fewer rounds is too uncertain to test on (t with 2 degrees of freedom and less)
+EXPECTED_CHANGES = 1  # k: real changes a gate is planned to find among its cases
+MIN_ROUNDS = 3  # rounds a side before a first look: fewer cannot give a spread to test on
+TIMER_RESOLUTION_S = 0.5e-6  # CUDA events' resolution, as documented
+NOISE_CHECK_LEVEL = 0.01
 
 
 class Verdict(str, Enum):
     REGRESSION = "REGRESSION"
     IMPROVEMENT = "IMPROVEMENT"
     AMBIGUOUS = "AMBIGUOUS"
+    NOT_POWERED = "NOT POWERED"
     SAME = "SAME"
 
 
 @dataclass(frozen=True)
 class Rounds:
-    """One case at one commit, round by round: what asv recorded of each process that measured it."""
+    """One case at one commit, measured unpaired, round by round (one asv process each)."""
 
     medians_s: tuple[float, ...]
     sm_clocks_mhz: tuple[float, ...]  # the median SM clock of each round's samples
     sample_counts: tuple[int, ...] = ()
-    throttled_ms: float = math.nan  # time the driver held clocks down, all rounds
+    throttled_ms: float = math.nan  # time the driver held clocks down (power or heat), all rounds
     power_w: float = math.nan
     cards: tuple[str, ...] = ()  # which physical card measured each round
 
@@ -61,6 +82,16 @@ class Rounds:
     @property
     def sm_clock_mhz(self) -> float:
         return median(self.sm_clocks_mhz) if self.sm_clocks_mhz else math.nan
+
+    @property
+    def power_capped(self) -> bool:
+        """The driver held clocks down while it ran: time need not follow 1/clock."""
+        return self.throttled_ms > 0
+
+    @property
+    def resolution(self) -> float:
+        """The timer's resolution relative to one sample."""
+        return TIMER_RESOLUTION_S / self.median_s
 
     @property
     def log_times(self) -> list[float]:
@@ -80,6 +111,32 @@ class Rounds:
                       _nanmean(self.power_w, more.power_w), self.cards + more.cards)
 
 
+@dataclass(frozen=True)
+class PairedRounds:
+    """One case measured paired, round by round: each round one process timing both builds side by side."""
+
+    ratios: tuple[float, ...]  # head over base, one a round
+    base_clocks_mhz: tuple[float, ...] = ()
+    head_clocks_mhz: tuple[float, ...] = ()
+    base_s: tuple[float, ...] = ()  # each round's median time per launch, for the report
+    head_s: tuple[float, ...] = ()
+    block_s: float = 0.01  # how long a timed block lasts: the timer's resolution is relative to it
+    joules: tuple[float, ...] = ()  # per GEMM, both builds together, a round
+
+    @property
+    def resolution(self) -> float:
+        return TIMER_RESOLUTION_S / self.block_s
+
+    @property
+    def log_ratios(self) -> list[float]:
+        return [math.log(r) for r in self.ratios]
+
+    def extended(self, more: PairedRounds) -> PairedRounds:
+        return PairedRounds(self.ratios + more.ratios, self.base_clocks_mhz + more.base_clocks_mhz,
+                            self.head_clocks_mhz + more.head_clocks_mhz, self.base_s + more.base_s,
+                            self.head_s + more.head_s, min(self.block_s, more.block_s), self.joules + more.joules)
+
+
 def _nansum(a: float, b: float) -> float:
     values = [v for v in (a, b) if not math.isnan(v)]
     return sum(values) if values else math.nan
@@ -92,7 +149,7 @@ def _nanmean(a: float, b: float) -> float:
 
 @dataclass(frozen=True)
 class Noise:
-    """A case's between-round spread measured on unchanged code: sd of log round medians, and its degrees of freedom."""
+    """A case's round-to-round spread measured on unchanged code: sd of the log figure, and its degrees of freedom."""
 
     sd: float
     df: int
@@ -100,107 +157,160 @@ class Noise:
 
 @dataclass(frozen=True)
 class Effect:
-    """log(head / base) of a figure, with the standard error and degrees of freedom of a Welch t-test."""
+    """log(head / base) of a figure: its estimate, the spread of one round's figure, the rounds it rests on and the
+    degrees of freedom of that spread."""
 
     log_ratio: float
-    se: float
+    sd: float  # of one round's log figure, pooled with any noise file
+    rounds: tuple[int, ...]  # (n,) paired, (n_base, n_head) unpaired
     df: float
+    noise_df: int = 0  # the noise file's share of df
 
     @property
     def ratio(self) -> float:
         return math.exp(self.log_ratio)
 
     @property
+    def se(self) -> float:
+        return self.sd * math.sqrt(sum(1 / n for n in self.rounds))
+
+    @property
     def p_value(self) -> float:
         from scipy import stats
 
-        if self.se == 0:
+        if not self.se > 0:  # a floor keeps this from happening with real rounds
             return 0.0 if self.log_ratio else 1.0
         return float(2 * stats.t.sf(abs(self.log_ratio) / self.se, self.df))
 
-    def detectable(self, alpha: float = FALSE_DISCOVERY_RATE, power: float = POWER) -> float:
-        """The smallest slowdown (a fraction) this test finds with probability `power` at level `alpha`."""
-        from scipy import stats
-
-        return math.expm1((stats.t.ppf(1 - alpha / 2, self.df) + stats.t.ppf(power, self.df)) * self.se)
-
-    def interval(self, level: float = 1 - FALSE_DISCOVERY_RATE) -> tuple[float, float]:
-        from scipy import stats
-
-        half = stats.t.ppf(0.5 + level / 2, self.df) * self.se
+    def interval(self, level: float) -> tuple[float, float]:
+        half = _t_ppf(0.5 + level / 2, self.df) * self.se
         return math.exp(self.log_ratio - half), math.exp(self.log_ratio + half)
 
-    def relative_to(self, reference: Effect) -> Effect:
-        """This effect over a reference's (both uncertain): Welch-Satterthwaite degrees of freedom."""
-        se = math.hypot(self.se, reference.se)
-        terms = [e.se ** 4 / e.df for e in (self, reference) if e.df > 0 and e.se > 0]
-        df = se ** 4 / sum(terms) if terms else min(self.df, reference.df)
-        return Effect(self.log_ratio - reference.log_ratio, se, df)
+    def detectable(self, alpha: float, power: float = POWER) -> float:
+        """The smallest change (a fraction) this test finds with probability `power` at two-sided level `alpha`."""
+        return math.expm1((_t_ppf(1 - alpha / 2, self.df) + _t_ppf(power, self.df)) * self.se)
+
+    def with_rounds(self, per_side: int) -> Effect:
+        """The same spread, measured in `per_side` rounds (a side): what more rounds would make of it."""
+        rounds = tuple(per_side for _ in self.rounds)
+        return replace(self, rounds=rounds, df=sum(n - 1 for n in rounds) + self.noise_df)
 
 
-def effect(before: list[float], after: list[float], noise: Noise | None = None) -> Effect:
-    """Welch's t-test of two sides' per-round log figures; each side's variance at least the recorded noise's."""
-    floor = noise.sd ** 2 if noise else 0.0
-    parts = []
-    for values in (before, after):
-        n = len(values)
-        mean = fmean(values)
-        variance = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else math.inf
-        parts.append((n, max(variance, floor)))
-    se = math.sqrt(sum(v / n for n, v in parts))
-    terms = [(v / n) ** 2 / (n - 1) for n, v in parts if n > 1]
-    df = (se ** 4 / sum(terms)) if terms and se > 0 else sum(n - 1 for n, _ in parts)
-    if noise:
-        df += noise.df
-    return Effect(fmean(after) - fmean(before), se, max(df, 1.0))
-
-
-def combined_reference(effects: list[Effect]) -> Effect | None:
-    """The inverse-variance mean of several controls' effects (a precision's cuBLAS at several sizes)."""
-    usable = [e for e in effects if e.se > 0]
-    if not usable:
-        return None
-    weights = [1 / e.se ** 2 for e in usable]
-    return Effect(sum(w * e.log_ratio for w, e in zip(weights, usable)) / sum(weights),
-                  1 / math.sqrt(sum(weights)), sum(e.df for e in usable))
-
-
-def benjamini_hochberg(p_values: list[float]) -> list[float]:
-    """Adjusted p-values (q-values): a case is a discovery when its q is at most the false-discovery rate."""
-    if not p_values:
-        return []
+@functools.lru_cache(maxsize=4096)
+def _t_ppf(q: float, df: float) -> float:
     from scipy import stats
 
-    return [float(q) for q in stats.false_discovery_control(p_values, method="bh")]
+    return float(stats.t.ppf(q, df))
+
+
+def _floored_variance(values: list[float], resolution: float) -> tuple[float, int]:
+    """Sum of squared deviations and degrees of freedom, each value at least as uncertain as its timer."""
+    n = len(values)
+    mean = fmean(values)
+    squares = sum((v - mean) ** 2 for v in values)
+    return max(squares, (n - 1) * resolution ** 2 / 12), n - 1
+
+
+def _pooled(squares: float, dof: int, noise: Noise | None) -> tuple[float, int, int]:
+    """sd and degrees of freedom of the gate's spread pooled with the noise file's; the file's share of df."""
+    noise_df = noise.df if noise else 0
+    total = dof + noise_df
+    if total == 0:
+        return math.inf, 0, 0
+    return math.sqrt((squares + (noise.sd ** 2 * noise.df if noise else 0.0)) / total), total, noise_df
+
+
+def paired_effect(rounds: PairedRounds, noise: Noise | None = None) -> Effect:
+    """One-sample t on the logs of the round ratios."""
+    logs = rounds.log_ratios
+    squares, dof = _floored_variance(logs, rounds.resolution)
+    sd, df, noise_df = _pooled(squares, dof, noise)
+    return Effect(fmean(logs), sd, (len(logs),), max(df, 1), noise_df)
+
+
+def unpaired_effect(before: list[float], after: list[float], resolution: float,
+                    noise: Noise | None = None) -> Effect:
+    """Two-sample t on the logs of the round figures, the sides' variances pooled."""
+    squares_before, dof_before = _floored_variance(before, resolution)
+    squares_after, dof_after = _floored_variance(after, resolution)
+    sd, df, noise_df = _pooled(squares_before + squares_after, dof_before + dof_after, noise)
+    return Effect(fmean(after) - fmean(before), sd, (len(before), len(after)), max(df, 1), noise_df)
+
+
+def benjamini_hochberg(p_values: list[float], family: int | None = None) -> list[float]:
+    """Adjusted p-values (q-values) over a family of `family` tests (default: these), of which these are some: the
+    others count as p = 1. A case is a discovery when its q is at most the level."""
+    m = family if family is not None else len(p_values)
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    q = [1.0] * len(p_values)
+    running = 1.0
+    for rank in range(len(order), 0, -1):
+        index = order[rank - 1]
+        running = min(running, p_values[index] * m / rank)
+        q[index] = min(running, 1.0)
+    return q
 
 
 @dataclass(frozen=True)
 class Case:
-    """What a verdict is made from: a case's rounds at both commits, and how it is to be judged."""
+    """What a verdict is made from: a case's rounds, and how it is to be judged."""
 
     label: str
     kernel: str
-    before: Rounds
-    after: Rounds
     threshold: float  # the user's threshold for this kernel, a fraction
+    paired: PairedRounds | None = None
+    before: Rounds | None = None  # unpaired
+    after: Rounds | None = None
     noise: Noise | None = None
-    is_control: bool = False
-    references: tuple[str, ...] = ()  # the labels of the controls this case is judged against
+    is_control: bool = False  # context: judged and shown, never counted in the family or the exit status
+
+    @property
+    def rounds(self) -> int:
+        """Rounds a side."""
+        if self.paired:
+            return len(self.paired.ratios)
+        return min(len(self.before.medians_s), len(self.after.medians_s))
+
+    @property
+    def power_capped(self) -> bool:
+        return bool(self.before and self.after and (self.before.power_capped or self.after.power_capped))
+
+
+@dataclass(frozen=True)
+class Level:
+    """What one look spends and plans with."""
+
+    alpha: float  # of the false-discovery rate, spent at this look
+    family: int  # m: every judged case of the gate
+    max_rounds: int  # N
+    rounds_before: int = 0  # n_(i-1): rounds at the previous look
+    final: bool = False  # no more rounds will come
+    expected_changes: int = EXPECTED_CHANGES
+    power: float = POWER
+
+    @property
+    def planning_alpha(self) -> float:
+        return min(1.0, self.alpha * self.expected_changes / max(self.family, 1))
+
+
+def spend(rounds: int, rounds_before: int, max_rounds: int, rate: float = FALSE_DISCOVERY_RATE) -> float:
+    """The share of the false-discovery rate a look after `rounds` rounds spends."""
+    return rate * (min(rounds, max_rounds) - rounds_before) / max_rounds
 
 
 @dataclass(frozen=True)
 class Comparison:
     case: Case
-    time: Effect  # raw, head over base
-    cycles: Effect | None
-    judged: Effect  # time relative to the reference control (or raw, without one)
-    judged_cycles: Effect | None
+    time: Effect  # head over base
+    cycles: Effect | None  # at equal SM clock (unpaired only)
     q_value: float
-    threshold: float  # the threshold applied: the user's, or the detectable effect when larger
+    level: Level  # the look that decided it
+    detectable: float  # at the family's level, with the rounds done
     verdict: Verdict
     why: str
-    reference: str | None = None  # the controls it was judged against, in words
+    interval: tuple[float, float]  # false-coverage-rate adjusted
     open: bool = False  # more rounds could settle it
+    rounds_needed: int | None = None  # rounds a side that would bring the detectable effect within the threshold
 
     @property
     def label(self) -> str:
@@ -215,8 +325,8 @@ class Comparison:
         return self.cycles.ratio if self.cycles else math.nan
 
     @property
-    def detectable(self) -> float:
-        return self.judged.detectable()
+    def method(self) -> str:
+        return "paired" if self.case.paired else "unpaired"
 
 
 def _direction(ratio: float, threshold: float) -> Verdict:
@@ -227,70 +337,129 @@ def _direction(ratio: float, threshold: float) -> Verdict:
     return Verdict.SAME
 
 
-@dataclass
-class _Measured:
-    case: Case
-    time: Effect
-    cycles: Effect | None
-    judged: Effect = field(init=False)
-    judged_cycles: Effect | None = field(init=False)
-    reference: str | None = field(init=False)
+def effects(case: Case) -> tuple[Effect, Effect | None]:
+    """The case's effect in time and, unpaired, at equal clock."""
+    if case.paired:
+        return paired_effect(case.paired, case.noise), None
+    resolution = max(case.before.resolution, case.after.resolution)
+    time_effect = unpaired_effect(case.before.log_times, case.after.log_times, resolution, case.noise)
+    before, after = case.before.log_cycles, case.after.log_cycles
+    cycles = unpaired_effect(before, after, resolution, case.noise) if before and after else None
+    return time_effect, cycles
 
 
-def judge(cases: list[Case]) -> list[Comparison]:
-    """Every case's verdict, the false-discovery rate controlled over the non-control cases together."""
-    measured = []
+def rounds_needed(effect: Effect, threshold: float, level: Level) -> int | None:
+    """The fewest rounds a side, up to the most allowed, at which the next look (spending what those rounds add)
+    could see `threshold`; None when none can."""
+    done = max(effect.rounds)
+    for rounds in range(done + 1, level.max_rounds + 1):
+        alpha = spend(rounds, done, level.max_rounds) * level.expected_changes / max(level.family, 1)
+        if effect.with_rounds(rounds).detectable(alpha, level.power) <= threshold:
+            return rounds
+    return None
+
+
+def _own_spread(case: Case) -> tuple[float, int]:
+    """Sum of squared deviations of the case's round figures about their means, and its degrees of freedom."""
+    groups = [case.paired.log_ratios] if case.paired else [case.before.log_times, case.after.log_times]
+    squares = dof = 0
+    for values in groups:
+        if len(values) > 1:
+            mean = fmean(values)
+            squares += sum((v - mean) ** 2 for v in values)
+            dof += len(values) - 1
+    return squares, dof
+
+
+def noise_contradicted(cases: list[Case]) -> str | None:
+    """Why the cases' noise files cannot be believed here, or None: their own rounds spread more than the files say
+    (one-sided F-test of sum(own squares / file variance) over its degrees of freedom, at NOISE_CHECK_LEVEL)."""
+    from scipy import stats
+
+    statistic, dof, file_dfs = 0.0, 0, []
     for case in cases:
-        cycles_before, cycles_after = case.before.log_cycles, case.after.log_cycles
-        cycles = effect(cycles_before, cycles_after, case.noise) if cycles_before and cycles_after else None
-        measured.append(_Measured(case, effect(case.before.log_times, case.after.log_times, case.noise), cycles))
-    controls = {m.case.label: m for m in measured if m.case.is_control}
-    for m in measured:
-        references = [controls[label] for label in m.case.references if label in controls and not m.case.is_control]
-        reference = combined_reference([r.time for r in references])
-        reference_cycles = combined_reference([r.cycles for r in references if r.cycles])
-        m.judged = m.time.relative_to(reference) if reference else m.time
-        m.judged_cycles = (m.cycles.relative_to(reference_cycles) if reference_cycles and m.cycles else m.cycles)
-        m.reference = (f"{references[0].case.kernel} at {len(references)} size{'s' if len(references) > 1 else ''}"
-                       if reference else None)
-    judged = [m for m in measured if not m.case.is_control]
-    q_values = dict(zip((id(m) for m in judged), benjamini_hochberg([m.judged.p_value for m in judged])))
-    return [_verdict(m, q_values.get(id(m), m.judged.p_value)) for m in measured]
+        if case.noise and case.noise.sd > 0:
+            squares, case_dof = _own_spread(case)
+            statistic += squares / case.noise.sd ** 2
+            dof += case_dof
+            file_dfs.append(case.noise.df)
+    if not dof:
+        return None
+    ratio = statistic / dof
+    p = float(stats.f.sf(ratio, dof, min(file_dfs)))
+    if p >= NOISE_CHECK_LEVEL:
+        return None
+    return (f"the noise file was set aside: these rounds spread {math.sqrt(ratio):.1f} times as much as it says "
+            f"(F-test p = {p:.2g} over {dof} degrees of freedom); each case is judged on its own rounds")
 
 
-def _verdict(m: _Measured, q_value: float) -> Comparison:
-    case = m.case
-    detectable = m.judged.detectable()
-    threshold = max(case.threshold, detectable)
-    reference = m.reference
-    significant = q_value <= FALSE_DISCOVERY_RATE
-    in_time = _direction(m.judged.ratio, threshold) if significant else Verdict.SAME
-    low, high = m.judged.interval()
-    # Open: the interval reaches across a threshold, or the noise hides changes the user asked to see.
-    straddles = low < 1 + case.threshold < high or low < 1 / (1 + case.threshold) < high
-    base = Comparison(case, m.time, m.cycles, m.judged, m.judged_cycles, q_value, threshold, in_time, "",
-                      reference, straddles or detectable > case.threshold)
-    few = [f"{side} {len(rounds.medians_s)}" for side, rounds in (("base", case.before), ("head", case.after))
-           if len(rounds.medians_s) < MIN_ROUNDS]
-    if few:  # a round lost (its process failed, or the results tree lacks it): no spread to test on
-        return replace(base, verdict=Verdict.AMBIGUOUS, open=True,
-                       why=f"too few rounds recorded to judge ({', '.join(few)}; at least {MIN_ROUNDS} a side)")
-    floor_note = (f"; judged at {threshold:.1%}, the smallest change its noise lets the test see "
-                  f"(asked: {case.threshold:.1%})" if detectable > case.threshold else "")
-    if in_time is Verdict.SAME:
-        why = (f"within {threshold:.1%}" if significant else "no significant difference") + \
-              f" (interval {low:.3f}–{high:.3f})" + floor_note
-        return replace(base, why=why)
-    if m.judged_cycles is None:
-        return replace(base, verdict=Verdict.AMBIGUOUS, open=True,
-                       why=f"time says {in_time.value}; no SM clock recorded to judge it at equal clock")
-    cycles_significant = m.judged_cycles.p_value <= FALSE_DISCOVERY_RATE
-    at_equal_clock = _direction(m.judged_cycles.ratio, threshold) if cycles_significant else Verdict.SAME
-    if at_equal_clock is in_time:
-        return replace(base, why=f"beyond {threshold:.1%} in time and at equal clock (q = {q_value:.2g})" + floor_note)
+def judge(cases: list[Case], level: Level) -> list[Comparison]:
+    """Every case's verdict at this look; Benjamini-Hochberg over the non-control cases, in a family of
+    `level.family`. A noise file the rounds contradict is set aside first, and each verdict says so."""
+    note = noise_contradicted(cases)
+    if note:
+        cases = [replace(case, noise=None) for case in cases]
+    measured = [(case, *effects(case)) for case in cases]
+    judged = [m for m in measured if not m[0].is_control]
+    q_values = dict(zip((id(m) for m in judged),
+                        benjamini_hochberg([m[1].p_value for m in judged], max(level.family, len(judged)))))
+    flagged = sum(1 for m in judged if q_values[id(m)] <= level.alpha
+                  and _direction(m[1].ratio, m[0].threshold) is not Verdict.SAME)
+    coverage = 1 - max(flagged, 1) * level.alpha / max(level.family, 1)
+    comparisons = []
+    for entry in measured:
+        case, time, cycles = entry
+        comparison = _verdict(case, time, cycles, q_values.get(id(entry), time.p_value), level, coverage)
+        comparisons.append(replace(comparison, why=f"{comparison.why}; {note}") if note else comparison)
+    return comparisons
+
+
+def _verdict(case: Case, time: Effect, cycles: Effect | None, q_value: float, level: Level,
+             coverage: float) -> Comparison:
+    threshold = case.threshold
+    detectable = time.detectable(level.planning_alpha, level.power)
+    low, high = time.interval(coverage)
+    base = Comparison(case, time, cycles, q_value, level, detectable, Verdict.SAME, "", (low, high))
+    interval = f"{low:.4f}–{high:.4f}"
+    if case.rounds < MIN_ROUNDS:  # a round lost (its process failed): no spread to test on
+        return replace(base, verdict=Verdict.AMBIGUOUS, open=not level.final,
+                       why=f"too few rounds recorded to judge ({case.rounds}; at least {MIN_ROUNDS})")
+    significant = q_value <= level.alpha
+    direction = _direction(time.ratio, threshold)
+    if significant and direction is not Verdict.SAME:
+        return _confirmed(base, direction, cycles, level)
+    if significant:
+        return replace(base, why=f"a real difference within {threshold:.2%} (q = {q_value:.2g}; {interval})")
+    if detectable <= threshold:
+        return replace(base, why=f"no significant difference; {detectable:.2%} would have been seen ({interval})")
+    needed = rounds_needed(time, threshold, level)
+    if level.final or needed is None and case.rounds >= level.max_rounds:
+        return replace(base, verdict=Verdict.NOT_POWERED,
+                       why=f"not powered for {threshold:.2%}: with {case.rounds} rounds its noise hides changes "
+                       f"under {detectable:.2%} ({interval})")
+    return replace(base, open=True, rounds_needed=needed,
+                   why=f"no significant difference yet; {detectable:.2%} is the smallest change seen so far")
+
+
+def _confirmed(base: Comparison, direction: Verdict, cycles: Effect | None, level: Level) -> Comparison:
+    case, q = base.case, base.q_value
+    said = f"beyond {case.threshold:.2%} (q = {q:.2g})"
+    if case.paired:
+        return replace(base, verdict=direction, why=f"{said}, both builds in each round's process")
+    if case.power_capped:
+        return replace(base, verdict=Verdict.AMBIGUOUS,
+                       why=f"time says {direction.value} {said}, but the card ran at its power cap in separate "
+                       "processes, where a clock move cannot be told from a change of the code: pair it")
+    if cycles is None:
+        return replace(base, verdict=Verdict.AMBIGUOUS, open=not level.final,
+                       why=f"time says {direction.value}; no SM clock recorded to judge it at equal clock")
+    cycles_significant = cycles.p_value <= level.alpha
+    at_equal_clock = _direction(cycles.ratio, case.threshold) if cycles_significant else Verdict.SAME
+    if at_equal_clock is direction:
+        return replace(base, verdict=direction, why=f"{said}, in time and at equal clock")
     clock_move = case.after.sm_clock_mhz / case.before.sm_clock_mhz - 1
-    return replace(base, verdict=Verdict.AMBIGUOUS, open=True,
-                   why=f"time says {in_time.value}, at equal clock {at_equal_clock.value}: the SM clock moved "
+    return replace(base, verdict=Verdict.AMBIGUOUS, open=not level.final,
+                   why=f"time says {direction.value}, at equal clock {at_equal_clock.value}: the SM clock moved "
                    f"{clock_move:+.1%}")
 
 

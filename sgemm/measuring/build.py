@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from ..catalogue import KERNEL_DIR, Kernel
+from ..catalogue import Kernel
 
 # Both forms reach kernels/: quotes through the including file's folder, angle brackets through -I<kernel dir>.
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"]+)"|<([^>]+)>)', re.MULTILINE)
@@ -59,17 +59,19 @@ def toolkit_include_dirs() -> list[str]:
     return [str(found[0])] if found else []
 
 
-def nvrtc_options(kernel_dir: Path = KERNEL_DIR) -> tuple[str, ...]:
+def nvrtc_options(kernel_dir: Path) -> tuple[str, ...]:
     """Options common to every compile, on the GPU (CuPy) and off it (resources)."""
     return ("--std=c++17", f"-I{kernel_dir}", *(f"-I{d}" for d in toolkit_include_dirs()))
 
 
-def kernel_source(kernel: Kernel, kernel_dir: Path = KERNEL_DIR) -> str:
-    """The kernel's source, with a digest of each header it includes, directly or through another header, appended.
+def kernel_source(kernel: Kernel) -> str:
+    """The kernel's source, from its tree, with a digest of each header it includes, directly or through another
+    header, appended.
 
     CuPy caches compiled modules on disk keyed by source text and options only; without the digests an edited
     header would be served from the cache as the old binary.
     """
+    kernel_dir = kernel.kernel_dir
     text = (kernel_dir / kernel.source).read_text()
     headers = kernel_files(kernel.source, functools.partial(_read_in, kernel_dir))[1:]
     digests = [f"// {header}: sha256 {hashlib.sha256((kernel_dir / header).read_bytes()).hexdigest()}"
@@ -94,7 +96,7 @@ def compiled(kernel: Kernel):
     # and NVRTC keeps the specific one (the same cubin either way round).
     target = (f"-arch={kernel.target}",) if kernel.target else ()
     try:
-        module = cupy.RawModule(code=kernel_source(kernel), options=(*nvrtc_options(), *target),
+        module = cupy.RawModule(code=kernel_source(kernel), options=(*nvrtc_options(kernel.kernel_dir), *target),
                                 name_expressions=[kernel.entry])
         return module.get_function(kernel.entry)
     except cupy.cuda.compiler.CompileException as exc:

@@ -9,7 +9,7 @@ computed from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -45,6 +45,7 @@ class Problem:
     c: object
     c_initial: object | None  # what C held before the first launch, when beta != 0
     launch: Callable[[], None] = field(repr=False)
+    storage: tuple = field(default=(), repr=False)  # A, B and C whole, padding included: what a launch is given
 
     @property
     def flops(self) -> int:
@@ -72,11 +73,32 @@ def make_problem(kernel: Kernel, m: int, n: int, k: int, alpha: float = 1.0, bet
     if beta != 0.0:
         c[:, :n] = outputs.round_from_fp32(rng.uniform(-1.0, 1.0, (m, n), dtype=np.float32))
         c_initial = c[:, :n].copy()
+    launch = _launch(kernel, m, n, k, alpha, beta, a, b, c)
+    return Problem(kernel, m, n, k, alpha, beta, a[:, :k], b[:, :n], c[:, :n], c_initial, launch, (a, b, c))
+
+
+def shares_storage(problem: Problem, kernel: Kernel) -> bool:
+    """Whether `kernel` can run on the problem's very arrays: the same element types and row strides."""
+    return (kernel.types.input, kernel.types.output) == (problem.kernel.types.input, problem.kernel.types.output) \
+        and kernel.leading_dimensions(problem.m, problem.n, problem.k) == \
+        problem.kernel.leading_dimensions(problem.m, problem.n, problem.k)
+
+
+def rebind(problem: Problem, kernel: Kernel) -> Problem:
+    """The same problem, on the same arrays, launched by another kernel (another build of it, or its baseline): two
+    builds timed side by side read the same inputs from the same addresses. ValueError when the storage differs."""
+    if not shares_storage(problem, kernel):
+        raise ValueError(f"{kernel.name} cannot share {problem.kernel.name}'s arrays: other element types or strides")
+    if reason := kernel.shape_problem(problem.m, problem.n, problem.k):
+        raise UnsupportedShape(reason)
+    launch = _launch(kernel, problem.m, problem.n, problem.k, problem.alpha, problem.beta, *problem.storage)
+    return replace(problem, kernel=kernel, launch=launch)
+
+
+def _launch(kernel: Kernel, m: int, n: int, k: int, alpha: float, beta: float, a, b, c) -> Callable[[], None]:
     if kernel.library == "cublas":
-        launch = _cublas_launch(kernel, m, n, k, alpha, beta, a, b, c)
-    else:
-        launch = prepare(kernel, compiled(kernel), m, n, k, alpha, beta, a, b, c)
-    return Problem(kernel, m, n, k, alpha, beta, a[:, :k], b[:, :n], c[:, :n], c_initial, launch)
+        return _cublas_launch(kernel, m, n, k, alpha, beta, a, b, c)
+    return prepare(kernel, compiled(kernel), m, n, k, alpha, beta, a, b, c)
 
 
 def _cublas_launch(kernel, m, n, k, alpha, beta, a, b, c) -> Callable[[], None]:
@@ -99,3 +121,14 @@ def _cublas_launch(kernel, m, n, k, alpha, beta, a, b, c) -> Callable[[], None]:
 
     launch.scalars = scalars  # keeps the host scalars alive as long as the launch
     return launch
+
+
+def library_version(kernel: Kernel) -> str:
+    """The version of the library a library kernel calls (cuBLAS 13.1.0 as '130100'), or '' for a compiled one: a
+    baseline that moved with its library is an environment change, not a change of the code measured against it."""
+    if kernel.library != "cublas":
+        return ""
+    import cupy
+    from cupy_backends.cuda.libs import cublas
+
+    return str(cublas.getVersion(cupy.cuda.device.get_cublas_handle()))

@@ -24,14 +24,28 @@ from ..catalogue import Kernel, UnknownKernelError, get_kernel
 from ..gpu import Gpu
 from .build import BuildError
 from .measure import Timing, time_cases
-from .problem import make_problem
+from .paired import PairedSettings
+from .problem import library_version, make_problem
 from .telemetry import CaseMonitor, TelemetryUnavailable, card_id, driver_present, nvml_handle, other_processes
 from .verify import VerificationError, verify
 
 EVENTS_VARIABLE = "SGEMM_CASE_EVENTS"
+# Every case of this asv run, as JSON [[kernel, m, n, k], ...]: the first benchmark process of a round measures them
+# all in its one process (one CUDA context, one NVBench run, compiles in parallel) rather than each in a process of
+# its own, which cost about a second of start-up a case.
+CASES_VARIABLE = "SGEMM_RUN_CASES"
+# A folder holding the reference commit's kernels and catalogue (sgemm.sourcetree), and that commit in a file: every
+# measured case is also timed paired against its build from there (CaseResult.reference).
+REFERENCE_VARIABLE = "SGEMM_REFERENCE_TREE"
+REFERENCE_COMMIT_FILE = "COMMIT"
 # More NVBench options for every measurement of this process tree (e.g. the gate's shorter --min-time: its evidence is
 # the spread between rounds, and a round's median needs a few hundred samples, not NVBench's default half second).
 NVBENCH_ARGS_VARIABLE = "SGEMM_NVBENCH_ARGS"
+
+
+# The history's paired timing against the reference: brief, since each commit of a history is one more point.
+REFERENCE_SETTINGS = PairedSettings(warmup_s=0.1, max_warmup_s=1.5, min_pairs=8, min_s=0.2, max_s=0.6,
+                                    target_half_width=0.001)
 
 
 class NoGpuError(RuntimeError):
@@ -62,6 +76,10 @@ class CaseResult(Timing):
     relative_error: float
     telemetry: dict = field(default_factory=dict)
     card: str = ""  # which physical card measured it (sgemm.measuring.telemetry.card_id); empty without NVML
+    library_version: str = ""  # cuBLAS's, for a library kernel
+    # Against the reference build, paired in one process: {"commit", "ratio", "interval", "pair_ratios", "method",
+    # "joules_per_launch"}, or {"commit", "missing": why}; empty when no reference was asked for.
+    reference: dict = field(default_factory=dict)
 
     @property
     def tflops(self) -> float:
@@ -127,6 +145,7 @@ def run_cases(cases: list[Case], device: int = 0,
         handle = None
     card = card_id(handle) if handle else ""
     errors: dict[str, float] = {}
+    libraries: dict[str, str] = {}
     monitors: dict[str, CaseMonitor] = {}
     telemetry: dict[str, dict] = {}
 
@@ -143,6 +162,7 @@ def run_cases(cases: list[Case], device: int = 0,
             with cupy.cuda.Device(device):
                 problem = make_problem(case.kernel, case.m, case.n, case.k)
                 errors[case.id] = verify(problem)
+                libraries[case.id] = library_version(case.kernel)
             monitor = CaseMonitor(handle) if handle else None
 
             def launch() -> None:
@@ -168,7 +188,8 @@ def run_cases(cases: list[Case], device: int = 0,
             results[case.id] = timing
         else:
             results[case.id] = CaseResult(timing.samples_s, timing.sm_clock_mhz, case.kernel.name, case.m, case.n,
-                                          case.k, info.name, errors[case.id], telemetry.get(case.id, {}), card)
+                                          case.k, info.name, errors[case.id], telemetry.get(case.id, {}), card,
+                                          libraries.get(case.id, ""))
     return results
 
 
@@ -218,12 +239,134 @@ def refuse_shared_gpu(case_id: str, device: int = 0) -> None:
         raise SharedGpu(reason)
 
 
+def _group(case: Case) -> list[Case]:
+    """Every case of this asv run (CASES_VARIABLE) that this commit can name, with `case` among them; `case` alone
+    when the run named none."""
+    listed = json.loads(os.environ.get(CASES_VARIABLE) or "[]")
+    group = {case.id: case}
+    for name, m, n, k in listed:
+        try:
+            kernel = get_kernel(name)
+        except UnknownKernelError:
+            continue  # a kernel this commit does not have: its own benchmarks skip, saying so
+        other = Case(kernel, m, n, k)
+        group.setdefault(other.id, other)
+    return list(group.values())
+
+
+def _case_dir(run_dir: str | Path, case: Case) -> Path:
+    return Path(run_dir) / case.id.replace("/", "_")
+
+
+def _not_measured(run_dir: str | Path, case: Case, round_number: int, kind: str, reason: str) -> None:
+    write_atomically(_case_dir(run_dir, case) / f"round-{round_number}.not-measured.json",
+                     json.dumps({"kind": kind, "reason": reason}))
+
+
+def _reference_builds(cases: list[Case], tree: Path) -> dict[str, Kernel | str]:
+    """Each compiled case's kernel in the reference tree (under its name, or a name it had before), or why none."""
+    from .. import sourcetree
+
+    try:
+        reference = sourcetree.kernels(tree)
+    except sourcetree.TreeError as exc:
+        return {case.id: f"the reference tree cannot be read: {exc}" for case in cases}
+    builds: dict[str, Kernel | str] = {}
+    for case in cases:
+        if case.kernel.library:
+            builds[case.id] = "a library call: the reference would be the same library"
+            continue
+        names = [case.kernel.name, *case.kernel.renamed_from]
+        found = next((reference[name] for name in names if name in reference), None)
+        builds[case.id] = found or f"{case.kernel.name} is newer than the reference commit"
+    return builds
+
+
+def _time_over_reference(cases: list[Case], results: dict, tree: Path, device: int) -> None:
+    """Each measured case paired in this process against its reference build, on the current device (the suite's
+    processes see one GPU, device 0): CaseResult.reference."""
+    from .ab import Build, BuildFailed, compile_ahead, measure
+    from .telemetry import CardReadings
+
+    commit = (tree / REFERENCE_COMMIT_FILE).read_text().strip() if (tree / REFERENCE_COMMIT_FILE).is_file() else ""
+    builds = _reference_builds(cases, tree)
+    compile_ahead([build for build in builds.values() if isinstance(build, Kernel)], device)
+    try:
+        readings = CardReadings(nvml_handle(device))
+    except TelemetryUnavailable:
+        readings = None
+    for case in cases:
+        result, reference = results[case.id], builds[case.id]
+        if isinstance(result, BaseException):
+            continue
+        if isinstance(reference, str):
+            result.reference = {"commit": commit, "missing": reference}
+            continue
+        try:
+            ab = measure([Build("reference", reference), Build("commit", case.kernel)], case.m, case.n, case.k,
+                         REFERENCE_SETTINGS, readings)
+        except BuildFailed as exc:
+            result.reference = {"commit": commit, "missing": f"the {exc.label} build: {exc.kind}: {exc.reason}"}
+            continue
+        result.reference = {"commit": commit, "ratio": ab.ratio(), "interval": list(ab.interval()),
+                            "pair_ratios": ab.timing.pair_ratios[0], "method": ab.timing.method,
+                            "joules_per_launch": ab.timing.joules_per_launch}
+
+
+def measure_group(run_dir: str | Path, cases: list[Case], round_number: int, device: int = 0) -> None:
+    """Measure every case in this one process (one NVBench run; then, when SGEMM_REFERENCE_TREE names a tree, each
+    paired against its reference build) and file each case's figures, or why it has none, under this round."""
+    for case in cases:
+        _case_dir(run_dir, case).mkdir(parents=True, exist_ok=True)
+    try:
+        refuse_shared_gpu(cases[0].id, device)
+    except SharedGpu as exc:
+        for case in cases:
+            _not_measured(run_dir, case, round_number, "skip", str(exc))
+        return
+    info = device_info(device)
+    runnable = []
+    for case in cases:
+        if reason := skip_reason(case.kernel, case.m, case.n, case.k, info):
+            _not_measured(run_dir, case, round_number, "skip", reason)
+        else:
+            runnable.append(case)
+    from .ab import compile_ahead
+
+    compile_ahead([case.kernel for case in runnable], device)
+    results = run_cases(runnable, device)
+    tree = os.environ.get(REFERENCE_VARIABLE)
+    if tree:
+        _time_over_reference(runnable, results, Path(tree), device)
+    for case in runnable:
+        outcome = results[case.id]
+        if isinstance(outcome, BaseException):
+            record_event(case.id, "failed", failure_reason(outcome))
+            _not_measured(run_dir, case, round_number, "failed", failure_reason(outcome))
+            continue
+        if outcome.library_version:
+            record_event(case.id, "library", f"{case.kernel.library} {outcome.library_version}")
+        outcome.save(_case_dir(run_dir, case) / f"round-{round_number}.json")
+        print(f"{case.id} round {round_number}: median {outcome.median_s * 1e6:.1f} us, {outcome.tflops:.2f} "
+              f"TFLOP/s, SM {outcome.median_sm_clock_mhz:.0f} MHz, rel err {outcome.relative_error:.2g}"
+              + (f", {outcome.reference['ratio']:.4f} of the reference" if "ratio" in outcome.reference else ""),
+              file=sys.stderr)
+
+
+class NotMeasured(RuntimeError):
+    """The case was not measured in this round (it failed): the message says why."""
+
+
 class AsvCase:
-    """One kernel x shape of the asv suite: measured once per asv round, read by every benchmark method."""
+    """One kernel x shape of the asv suite: measured once per asv round, read by every benchmark method.
+
+    The first method of a round to ask measures every case of the run (CASES_VARIABLE) in its one process and files
+    them under that round; every other method of every case reads them."""
 
     def __init__(self, run_dir: str, kernel: Kernel, m: int, n: int, k: int):
+        self.run_dir = run_dir
         self.case = Case(kernel, m, n, k)
-        self.dir = Path(run_dir) / self.case.id.replace("/", "_")
+        self.dir = _case_dir(run_dir, self.case)
 
     def _round_of(self, method: str) -> int:
         """How many times this method has asked for the case: the n-th call is round n."""
@@ -234,18 +377,17 @@ class AsvCase:
         return calls[method]
 
     def result(self, method: str) -> CaseResult:
-        path = self.dir / f"round-{self._round_of(method)}.json"
+        round_number = self._round_of(method)
+        path = self.dir / f"round-{round_number}.json"
+        missing = self.dir / f"round-{round_number}.not-measured.json"
+        if not path.exists() and not missing.exists():
+            measure_group(self.run_dir, _group(self.case), round_number)
         if path.exists():
             return CaseResult.load(path)
-        refuse_shared_gpu(self.case.id)
-        outcome = run_cases([self.case])[self.case.id]
-        if isinstance(outcome, BaseException):
-            record_event(self.case.id, "failed", failure_reason(outcome))
-            raise outcome
-        outcome.save(path)
-        print(f"{self.case.id} {path.stem}: median {outcome.median_s * 1e6:.1f} us, {outcome.tflops:.2f} TFLOP/s, "
-              f"SM {outcome.median_sm_clock_mhz:.0f} MHz, rel err {outcome.relative_error:.2g}", file=sys.stderr)
-        return outcome
+        why = json.loads(missing.read_text())
+        if why["kind"] == "skip":
+            raise SharedGpu(why["reason"]) if "shared with" in why["reason"] else NotImplementedError(why["reason"])
+        raise NotMeasured(why["reason"])
 
 
 def asv_case(run_dir: str, name: str, m: int, n: int, k: int) -> AsvCase:
@@ -257,8 +399,12 @@ def asv_case(run_dir: str, name: str, m: int, n: int, k: int) -> AsvCase:
     if reason := kernel.shape_problem(m, n, k):
         raise NotImplementedError(reason)
     case = AsvCase(run_dir, kernel, m, n, k)
-    if any(case.dir.glob("round-*.json")):
+    recorded = list(case.dir.glob("round-*.json"))
+    if any(not path.name.endswith(".not-measured.json") for path in recorded):
         return case  # measured on this GPU earlier in this run: no need to ask CUDA whether it can run
-    if reason := skip_reason(kernel, m, n, k, device_info()):
+    skips = [json.loads(path.read_text()) for path in recorded]
+    if skips and all(s["kind"] == "skip" and "shared with" not in s["reason"] for s in skips):
+        raise NotImplementedError(skips[0]["reason"])  # this run found it cannot run here
+    if not recorded and (reason := skip_reason(kernel, m, n, k, device_info())):
         raise NotImplementedError(reason)
     return case

@@ -75,7 +75,7 @@ def compile_offline(kernel: Kernel, arch: str) -> OfflineBuild:
     """Compile for `arch` (e.g. 'sm_90', or 'sm_90a') without a GPU."""
     from cuda.bindings import nvrtc
 
-    options = [*nvrtc_options(), *_header_dirs(), f"--gpu-architecture={arch}", "--ptxas-options=-v"]
+    options = [*nvrtc_options(kernel.kernel_dir), *_header_dirs(), f"--gpu-architecture={arch}", "--ptxas-options=-v"]
     _, program = nvrtc.nvrtcCreateProgram(kernel_source(kernel).encode(), kernel.source.encode(), 0, [], [])
     try:
         _check(nvrtc.nvrtcAddNameExpression(program, kernel.entry.encode()), program, "naming the entry", kernel.name)

@@ -100,6 +100,11 @@ def collect_sm_clock_mhz(handle) -> float:
     return float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
 
 
+def collect_energy_mj(handle) -> float:
+    """The board's energy since the driver loaded, in millijoules (updated every few milliseconds)."""
+    return float(_nvml().nvmlDeviceGetTotalEnergyConsumption(handle))
+
+
 def collect_throttle_reasons(handle) -> int:
     return int(_nvml().nvmlDeviceGetCurrentClocksEventReasons(handle))
 
@@ -185,6 +190,19 @@ class CaseMonitor:
             throttle_reasons=reason_names(self._mask),
             throttled_ms={k: (throttled[k] - self._throttled_at_start.get(k, 0)) / 1e6 for k in throttled},
         )
+
+
+class CardReadings:
+    """The readings the paired timer takes while a block runs (sgemm.measuring.paired.Readings), from NVML."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def sm_clock_mhz(self) -> float:
+        return collect_sm_clock_mhz(self.handle)
+
+    def energy_mj(self) -> float:
+        return collect_energy_mj(self.handle)
 
 
 @dataclass(frozen=True)

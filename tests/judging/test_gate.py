@@ -1,8 +1,14 @@
-"""The gate end to end on CPU: real `asv continuous` runs of a synthetic suite whose figures each commit sets, read
-back round by round and judged; plus the events benchmarks leave, the report and the exit status."""
+"""The gate end to end on the CPU.
+
+Unpaired: real `asv continuous` runs of a synthetic suite whose figures each commit sets, read back round by round.
+Paired: a copy of this repository's kernels and catalogue, changed commit by commit, each round's process stood in
+for by a script that writes the ratios a GPU would (the real one needs a GPU: scripts/gpu-check.sh runs it); the
+trees, the same-program check (NVRTC, no GPU), the looks, the verdicts, the report and the exit status are real.
+"""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,11 +16,17 @@ from pathlib import Path
 import pytest
 
 from sgemm.asvsuite import SuiteCase
-from sgemm.judging.changes import Selection
-from sgemm.judging.gate import (EXIT_PASS, EXIT_REGRESSION, EXIT_UNDECIDED, GateResult, Outcome, Pair, Settings,
-                                markdown, pairs_for, publish_report, read_events, run_gate)
-from sgemm.judging.verdict import Case, Rounds, Verdict, judge
+from sgemm.judging import paired_rounds
+from sgemm.judging.changes import Selection, select_kernels
+from sgemm.judging.gate import (EXIT_PASS, EXIT_REGRESSION, EXIT_UNDECIDED, PAIRED, UNPAIRED, GateError, GateResult,
+                                Settings, run_gate)
+from sgemm.judging.report import markdown
+from sgemm.judging.verdict import Verdict
 from sgemm.machine import write_machine_file
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# --- Unpaired: asv continuous over a synthetic suite -------------------------------------------------------------
 
 # The suite reads its figures from the package installed from the commit under test, as the real one does. Each
 # process is one round: its median scatters by 0.2% around the commit's time, as between-process noise does.
@@ -37,6 +49,7 @@ class Gemm:
             raise ValueError(figures.FAILING[kernel])
         self.time = 1e-3 * figures.SLOWDOWN.get(kernel, 1.0) * (1 + 0.002 * random.gauss(0, 1))
         self.clock = figures.CLOCK_MHZ.get(kernel, 1980.0)
+        self.throttled = figures.THROTTLED_MS.get(kernel, 0.0)
 
     def track_round_time(self, kernel, size, precision):
         return {"samples": [self.time], "number": 1}
@@ -53,7 +66,7 @@ class Gemm:
         return {"samples": [0xabcdef], "number": 1}
 
     def track_throttled(self, kernel, size, precision):
-        return {"samples": [0.0], "number": 1}
+        return {"samples": [self.throttled], "number": 1}
 
     def track_power(self, kernel, size, precision):
         return 300.0
@@ -64,11 +77,23 @@ class Gemm:
 
 CASES = [SuiteCase("Gemm", (kernel, 64, "fp32")) for kernel in ("naive", "float4", "cublas")]
 SELECTION = Selection(("fp32/naive", "fp32/float4", "fp32/cublas"),
-                      {"fp32/naive": "changed", "fp32/float4": "changed", "fp32/cublas": "control"})
+                      {"fp32/naive": "changed", "fp32/float4": "changed", "fp32/cublas": "control"},
+                      everything="shared code changed: sgemm/measuring/measure.py")
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture
-def synthetic_repo(tmp_path, monkeypatch):
+def committer(monkeypatch):
+    for name, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@t"), ("GIT_COMMITTER_NAME", "t"),
+                        ("GIT_COMMITTER_EMAIL", "t@t")):
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def synthetic_repo(tmp_path, monkeypatch, committer):
     """A git repository whose commits differ only in the figures the suite will read."""
     repo = tmp_path / "repo"
     (repo / "benchmarks").mkdir(parents=True)
@@ -85,97 +110,107 @@ def synthetic_repo(tmp_path, monkeypatch):
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
-    for name, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@t"), ("GIT_COMMITTER_NAME", "t"),
-                        ("GIT_COMMITTER_EMAIL", "t@t")):
-        monkeypatch.setenv(name, value)
     write_machine_file({"machine": "gpu-box", "gpu": "NVIDIA H100 80GB HBM3", "arch": "x86_64", "cpu": "x",
                         "num_cpu": "1", "os": "Linux", "ram": "1"}, home / ".asv-machine.json")
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
 
-    def commit(message: str, slowdown: dict, clock_mhz: dict, readme: str = "figures\n", failing=None) -> str:
+    def commit(message: str, slowdown: dict, clock_mhz: dict, readme: str = "figures\n", failing=None,
+               throttled=None) -> str:
         (repo / "figures.py").write_text(f"SLOWDOWN = {slowdown!r}\nCLOCK_MHZ = {clock_mhz!r}\n"
-                                         f"FAILING = {failing or {}!r}\n")
+                                         f"FAILING = {failing or {}!r}\nTHROTTLED_MS = {throttled or {}!r}\n")
         (repo / "README.md").write_text(readme)
-        subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-        subprocess.run(["git", "-C", str(repo), "commit", "-qm", message], check=True)
-        return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
-                              text=True).stdout.strip()
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", message)
+        return git(repo, "rev-parse", "HEAD")
 
     return repo, commit
 
 
-def gate(repo, base, head, tmp_path, **settings):
+def no_wait(device, timeout):
+    return None
+
+
+def unpaired_gate(repo, base, head, tmp_path, **settings):
     return run_gate(repo, base, head, SELECTION, CASES, "gpu-box", tmp_path / "gate",
-                    Settings(**{"rounds": 3, "max_rounds": 3, **settings}), gpu_check=lambda device, timeout: None)
+                    Settings(**{"rounds": 3, "max_rounds": 3, **settings}), gpu_check=no_wait)
 
 
 def verdicts(result: GateResult) -> dict[str, Verdict]:
     return {c.label: c.verdict for c in result.judged}
 
 
-def test_a_slower_kernel_is_the_only_regression(synthetic_repo, tmp_path):
+def test_unpaired_a_slower_kernel_is_the_only_regression(synthetic_repo, tmp_path):
     repo, commit = synthetic_repo
     base = commit("base", {}, {})
     head = commit("head", {"naive": 1.05}, {})
-    result = gate(repo, base, head, tmp_path)
+    result = unpaired_gate(repo, base, head, tmp_path)
+    assert result.method == UNPAIRED and "sgemm/measuring/measure.py" in result.unpaired_because
     assert verdicts(result) == {"fp32/naive 64x64x64": Verdict.REGRESSION, "fp32/float4 64x64x64": Verdict.SAME}
     assert result.exit_status == EXIT_REGRESSION
     naive = next(c for c in result.judged if c.label.startswith("fp32/naive"))
     assert naive.ratio == pytest.approx(1.05, rel=0.01)
-    assert naive.reference == "fp32/cublas at 1 size"
     assert len(naive.case.before.medians_s) == 3 and len(naive.case.after.medians_s) == 3  # one per round
     assert naive.case.after.cards == ("abcdef",) * 3
     # The gate's results stay in its own directory, never in the project's results/.
     assert not (repo / "results").exists()
-    assert (tmp_path / "gate" / "results" / "gpu-box").is_dir()
+    assert (tmp_path / "gate" / "unpaired" / "results" / "gpu-box").is_dir()
+    control = next(c for c in result.comparisons if c.case.is_control)
+    assert control.label == "fp32/cublas 64x64x64"  # measured as context, outside the family
 
 
-def test_a_clock_drop_alone_is_never_a_regression(synthetic_repo, tmp_path):
+def test_unpaired_a_clock_drop_alone_is_never_a_regression(synthetic_repo, tmp_path):
     repo, commit = synthetic_repo
     base = commit("base", {}, {})
     head = commit("hot", {"float4": 1.1}, {"float4": 1800.0})  # 10% slower because the clock fell 10%
-    result = gate(repo, base, head, tmp_path)
+    result = unpaired_gate(repo, base, head, tmp_path)
     assert verdicts(result)["fp32/float4 64x64x64"] is Verdict.AMBIGUOUS
     assert result.exit_status == EXIT_UNDECIDED
 
 
-def test_open_cases_get_more_rounds_up_to_the_cap(synthetic_repo, tmp_path):
+def test_unpaired_at_the_power_cap_a_slowdown_is_ambiguous_and_names_pairing(synthetic_repo, tmp_path):
+    repo, commit = synthetic_repo
+    base = commit("base", {}, {}, throttled={"naive": 120.0})
+    head = commit("capped", {"naive": 1.05}, {}, throttled={"naive": 300.0})
+    result = unpaired_gate(repo, base, head, tmp_path)
+    naive = next(c for c in result.judged if c.label.startswith("fp32/naive"))
+    assert naive.verdict is Verdict.AMBIGUOUS and "power cap" in naive.why
+    assert result.exit_status == EXIT_UNDECIDED
+
+
+def test_unpaired_open_cases_get_more_rounds_up_to_the_cap(synthetic_repo, tmp_path):
     repo, commit = synthetic_repo
     base = commit("base", {}, {})
     head = commit("hot", {"float4": 1.1}, {"float4": 1800.0})  # stays AMBIGUOUS: open until the cap
-    result = gate(repo, base, head, tmp_path, max_rounds=6)
-    assert result.rounds_run == 6
+    result = unpaired_gate(repo, base, head, tmp_path, max_rounds=5)
+    assert result.rounds == 5
     float4 = next(c for c in result.judged if c.label.startswith("fp32/float4"))
     naive = next(c for c in result.judged if c.label.startswith("fp32/naive"))
-    assert len(float4.case.before.medians_s) == 6  # three more rounds, appended to the first three
-    assert len(naive.case.before.medians_s) == 3  # settled: not measured again
-    cublas = next(c for c in result.comparisons if c.label.startswith("fp32/cublas"))
-    assert len(cublas.case.before.medians_s) == 6  # the control of an open case's precision: in the same rounds
+    assert len(float4.case.before.medians_s) == 5  # more rounds, appended to the first three
+    assert len(naive.case.before.medians_s) == 3  # decided at the first look: not measured again
+    assert naive.level.rounds_before == 0 and float4.level.rounds_before == 3
 
 
-def test_a_documentation_change_passes(synthetic_repo, tmp_path):
+def test_unpaired_a_documentation_change_passes(synthetic_repo, tmp_path):
     repo, commit = synthetic_repo
     base = commit("base", {}, {})
     head = commit("docs", {}, {}, readme="figures, documented\n")
-    result = gate(repo, base, head, tmp_path)
+    result = unpaired_gate(repo, base, head, tmp_path)
     assert set(verdicts(result).values()) == {Verdict.SAME}
     assert result.exit_status == EXIT_PASS
 
 
-def test_a_failing_benchmark_says_why_in_the_report(synthetic_repo, tmp_path):
+def test_unpaired_a_failing_benchmark_says_why_in_the_report(synthetic_repo, tmp_path):
     repo, commit = synthetic_repo
     base = commit("base", {}, {})
     head = commit("broken", {}, {}, failing={"naive": "wrong result: relative error 0.0443 > 1e-05"})
-    result = gate(repo, base, head, tmp_path)
-    assert [pair.label for pair in result.outcome.failed] == ["fp32/naive 64x64x64"]
+    result = unpaired_gate(repo, base, head, tmp_path)
+    assert list(result.failed) == ["fp32/naive 64x64x64"]
     assert result.exit_status == EXIT_UNDECIDED
     row = next(line for line in markdown(result, "test GPU").splitlines() if "**ERROR**" in line)
     assert "head: wrong result: relative error 0.0443 > 1e-05" in row
 
 
-def test_a_shared_gpu_stops_the_gate_before_asv_runs(synthetic_repo, tmp_path):
-    from sgemm.judging.gate import GateError
-
+def test_a_shared_gpu_stops_the_gate_before_anything_runs(synthetic_repo, tmp_path):
     repo, commit = synthetic_repo
     base, head = commit("base", {}, {}), commit("head", {"naive": 1.05}, {})
 
@@ -184,104 +219,206 @@ def test_a_shared_gpu_stops_the_gate_before_asv_runs(synthetic_repo, tmp_path):
 
     result = run_gate(repo, base, head, SELECTION, CASES, "gpu-box", tmp_path / "gate", Settings(), gpu_check=busy)
     assert result.exit_status == EXIT_UNDECIDED
-    assert not (tmp_path / "gate" / "results").exists()  # nothing was measured
+    assert not (tmp_path / "gate" / "unpaired" / "results").exists()  # nothing was measured
     assert "pid 4242 (python3, 1,532 MiB)" in markdown(result, "gpu")
 
 
-def test_events_name_the_commit_and_survive_a_torn_line(tmp_path):
-    path = tmp_path / "events.jsonl"
-    path.write_text(json.dumps({"commit": "c" * 40, "case": "fp32/naive/64x64x64", "kind": "gpu shared",
-                                "reason": "the GPU is shared with pid 7"}) + "\n" + '{"commit": "c')
-    events = read_events(path)
-    assert events == [{"commit": "c" * 40, "case": "fp32/naive/64x64x64", "kind": "gpu shared",
-                       "reason": "the GPU is shared with pid 7"}]
+# --- Paired: this repository's kernels, the round process stood in for ----------------------------------------------
+
+# A stand-in for `python -m sgemm.measuring.ab PLAN OUT`: each case's ratio from RATIOS (1.0 unless named), scattered
+# by 0.03% a round as paired rounds are on an H100; a case named in FAILING fails at head.
+FAKE_ROUND = """
+import json, random, sys
+plan = json.load(open(sys.argv[1]))
+ratios = json.loads(open(sys.argv[1].rsplit("/", 1)[0] + "/../../../fake-ratios.json").read())
+with open(sys.argv[2], "a") as out:
+    for case in plan["cases"]:
+        label = case["label"]
+        if label in ratios.get("failing", {}):
+            line = {"label": label, "failed": {"side": "head", "kind": "wrong result", "reason": ratios["failing"][label]}}
+        else:
+            ratio = ratios.get("ratios", {}).get(label, 1.0) * (1 + 0.0003 * random.gauss(0, 1))
+            side = {"median_s": 1e-3, "sm_clock_mhz": 1400.0, "joules": float("nan"), "relative_error": 1e-6,
+                    "library": ""}
+            line = {"label": label, "ratio": ratio, "interval": [ratio, ratio], "pairs": 20, "launches_per_block": 10,
+                    "seconds": 0.5, "joules_per_launch": 1.1, "sides": {"base": side, "head": dict(side, median_s=1e-3 * ratio)}}
+        out.write(json.dumps(line) + "\\n")
+"""
 
 
-def test_a_renamed_kernel_is_compared_with_its_old_name_at_base():
-    pairs = pairs_for([SuiteCase.square("fp32/tiled", 1024), SuiteCase.sweep("fp32/tiled", (64, 32, 16)),
-                       SuiteCase.square("fp32/naive", 1024)], {"fp32/tiled": "fp32/smem"})
-    assert [(p.base.label, p.head.label) for p in pairs] == [
-        ("fp32/smem 1024x1024x1024", "fp32/tiled 1024x1024x1024"),
-        ("fp32/smem 64x32x16 (shape sweep)", "fp32/tiled 64x32x16 (shape sweep)"),
-        ("fp32/naive 1024x1024x1024", "fp32/naive 1024x1024x1024")]
-    assert pairs[0].label == "fp32/tiled 1024x1024x1024 (was fp32/smem)"
+@pytest.fixture
+def kernel_repo(tmp_path, committer, monkeypatch):
+    """A scratch repository holding this project's kernels, catalogue and measuring code, and a fake round process."""
+    repo = tmp_path / "repo"
+    no_cache = shutil.ignore_patterns("__pycache__")
+    for folder in ("kernels", "benchmarks", "sgemm"):
+        shutil.copytree(ROOT / folder, repo / folder, ignore=no_cache)
+    for name in ("asv.conf.json", "pyproject.toml"):
+        shutil.copy(ROOT / name, repo / name)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    fake = tmp_path / "fake_round.py"
+    fake.write_text(FAKE_ROUND)
+    monkeypatch.setattr(paired_rounds, "ROUND_COMMAND", (sys.executable, str(fake)))
+
+    def commit(message: str, edits: dict) -> str:
+        for path, (old, new) in edits.items():
+            text = (repo / path).read_text()
+            assert text.count(old) == 1, (path, old)
+            (repo / path).write_text(text.replace(old, new))
+        git(repo, "commit", "-qam", message)
+        return git(repo, "rev-parse", "HEAD")
+
+    return repo, commit
 
 
-def rounds(time_s, clock=1980.0):
-    return Rounds(tuple(time_s * (1 + 0.001 * d) for d in (-1, 0, 1)), (clock,) * 3, (500,) * 3, 0.0, 300.0,
-                  ("abcdef",) * 3)
+SPIN = ("const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {\n",
+        "const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {\n"
+        "    { const long long until = clock64() + 64; while (clock64() < until) {} }\n")
+COMMENT = ("#include <mma.h>\n", "#include <mma.h>\n// a comment: the same program\n")
 
 
-def result_of(cases, selection=SELECTION, problems=()):
-    comparisons = judge(cases)
-    outcome = Outcome(sides={Pair(SuiteCase.square(c.kernel, 4096), SuiteCase.square(c.kernel, 4096)):
-                             (c.before, c.after) for c in cases})
-    return GateResult("a" * 40, "b" * 40, "nvidia-h100", selection, Settings(patterns=(("fp16/*", 0.04),)),
-                      comparisons, outcome, 3, list(problems))
+def paired_gate(repo, base, head, tmp_path, ratios=None, failing=None, gpu_check=no_wait, **settings):
+    (tmp_path / "fake-ratios.json").write_text(json.dumps({"ratios": ratios or {}, "failing": failing or {}}))
+    selection = select_kernels(str(repo), base, head)
+    cases = [SuiteCase.square(name, 4096) for name in selection.kernels]
+    return run_gate(repo, base, head, selection, cases, "gpu-box", tmp_path / "gate",
+                    Settings(**{"rounds": 3, "max_rounds": 6, **settings}), gpu_check=gpu_check)
 
 
-def test_report_names_the_gpu_the_verdicts_and_writes_the_job_summary(tmp_path, monkeypatch):
-    result = result_of([Case("fp32/naive 4096x4096x4096", "fp32/naive", rounds(1e-3), rounds(1.05e-3), 0.02,
-                             references=("fp32/cublas 4096x4096x4096",)),
-                        Case("fp32/cublas 4096x4096x4096", "fp32/cublas", rounds(1e-3), rounds(1e-3), 0.02,
-                             is_control=True)])
-    text = markdown(result, "NVIDIA H100 80GB HBM3, driver 580")
-    assert text.startswith("## GEMM gate: FAIL")
-    assert "NVIDIA H100 80GB HBM3, driver 580" in text
-    assert "cards: base `abcdef`, head `abcdef`" in text
-    assert "`fp32/naive` (changed)" in text and "controls: `fp32/cublas`" in text
-    assert "`fp16/*` 4.0%" in text
-    assert "Controls (cuBLAS; kernels are judged relative to them): fp32/cublas 4096x4096x4096 1.000x" in text
-    rows = [line for line in text.splitlines() if line.startswith("| fp32/")]
-    assert len(rows) == 1 and "**REGRESSION**" in rows[0] and "1.050" in rows[0]
-    summary = tmp_path / "summary.md"
-    summary.write_text("earlier step\n")
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    publish_report(text, tmp_path / "gate.md")
-    assert (tmp_path / "gate.md").read_text() == text
-    assert summary.read_text() == "earlier step\n" + text + "\n"
+def test_paired_a_half_percent_slowdown_is_a_regression_and_a_comment_is_the_same_program(kernel_repo, tmp_path):
+    repo, commit = kernel_repo
+    base = git(repo, "rev-parse", "HEAD")
+    head = commit("spin in the warptile kernel; a comment in the WMMA kernel",
+                  {"kernels/fp32_warptile.cu": SPIN, "kernels/fp16_wmma.cu": COMMENT})
+    result = paired_gate(repo, base, head, tmp_path, ratios={"fp32/warptile 4096x4096x4096": 1.005})
+    assert result.method == PAIRED and not result.unpaired_because
+    assert verdicts(result) == {"fp32/warptile 4096x4096x4096": Verdict.REGRESSION}
+    assert "the same program: cubin sha256" in result.unchanged["fp16/wmma_naive 4096x4096x4096"]
+    assert "one library in one process" in result.unchanged["fp32/cublas 4096x4096x4096"]  # the control
+    assert result.exit_status == EXIT_REGRESSION
+    warptile = result.judged[0]
+    assert warptile.ratio == pytest.approx(1.005, abs=0.0005) and warptile.case.rounds == 3
+    rows = {line.split(" | ")[0][2:]: line for line in markdown(result, "H100").splitlines() if line.startswith("| f")}
+    assert "**REGRESSION**" in rows["fp32/warptile 4096x4096x4096"]
+    assert "untimed: base and head build the same program" in rows["fp16/wmma_naive 4096x4096x4096"]
+    # Each round was one process over every timed case; the trees were the two commits'.
+    assert result.processes == 3
+    assert (tmp_path / "gate" / "paired" / "trees" / "head" / "kernels" / "fp32_warptile.cu").read_text().count(
+        "while (clock64() < until)") == 1
 
 
-def test_a_moving_control_no_longer_leaves_a_precision_undecided():
-    # Everything of fp32 5% slower, its control too: judged relative to the control, the kernel did not move.
-    result = result_of([Case("fp32/naive 4096x4096x4096", "fp32/naive", rounds(1e-3), rounds(1.05e-3), 0.02,
-                             references=("fp32/cublas 4096x4096x4096",)),
-                        Case("fp32/cublas 4096x4096x4096", "fp32/cublas", rounds(1e-3), rounds(1.05e-3), 0.02,
-                             is_control=True)])
+def test_paired_time_unchanged_times_the_same_program_and_finds_it_the_same(kernel_repo, tmp_path):
+    repo, commit = kernel_repo
+    base = git(repo, "rev-parse", "HEAD")
+    head = commit("a comment", {"kernels/fp16_wmma.cu": COMMENT})
+    result = paired_gate(repo, base, head, tmp_path, time_unchanged=True)
+    assert not result.unchanged
+    assert verdicts(result) == {"fp16/wmma_naive 4096x4096x4096": Verdict.SAME,
+                                "fp16/cublas 4096x4096x4096": Verdict.SAME}
     assert result.exit_status == EXIT_PASS
-    assert "fp32/cublas 4096x4096x4096 1.050x" in markdown(result, "gpu")
+
+
+def test_paired_a_build_wrong_at_one_side_is_an_error_naming_it(kernel_repo, tmp_path):
+    repo, commit = kernel_repo
+    base = git(repo, "rev-parse", "HEAD")
+    head = commit("spin", {"kernels/fp32_warptile.cu": SPIN})
+    result = paired_gate(repo, base, head, tmp_path, failing={"fp32/warptile 4096x4096x4096": "relative error 3e-2"})
+    assert result.failed == {"fp32/warptile 4096x4096x4096": "head: wrong result: relative error 3e-2"}
+    assert result.exit_status == EXIT_UNDECIDED
+    assert not result.judged  # no figure of a wrong kernel
+
+
+def test_paired_a_shared_gpu_is_undecided(kernel_repo, tmp_path):
+    repo, commit = kernel_repo
+    base = git(repo, "rev-parse", "HEAD")
+    head = commit("spin", {"kernels/fp32_warptile.cu": SPIN})
+
+    def busy(device, timeout):
+        raise GateError("GPU 0 is in use by pid 7 (python3, 10 MiB); waited 30 s")
+
+    result = paired_gate(repo, base, head, tmp_path, gpu_check=busy)
+    assert result.exit_status == EXIT_UNDECIDED and "pid 7" in result.shared_gpu[0]
+
+
+def test_a_change_of_the_measuring_code_is_measured_unpaired_and_says_why(kernel_repo):
+    repo, commit = kernel_repo
+    base = git(repo, "rev-parse", "HEAD")
+    head = commit("the timer", {"sgemm/measuring/paired.py": ("CONFIDENCE = 0.95", "CONFIDENCE = 0.95  # edited")})
+    selection = select_kernels(str(repo), base, head)
+    assert selection.everything and "sgemm/measuring/paired.py" in selection.everything
+
+
+# --- Exit status and report ----------------------------------------------------------------------------------------
 
 
 def test_exit_status_rules():
-    same = Case("fp32/naive 4096x4096x4096", "fp32/naive", rounds(1e-3), rounds(1e-3), 0.02)
-    assert result_of([same]).exit_status == EXIT_PASS
-    assert result_of([same], problems=["asv continuous exited 3"]).exit_status == EXIT_UNDECIDED
-    undeclared = Selection(("fp32/naive",), {"fp32/naive": "changed"}, undeclared=("`fp32/old` removed",))
-    assert result_of([same], selection=undeclared).exit_status == EXIT_UNDECIDED
-    shared = result_of([same])
-    shared.outcome.shared_gpu.append("the GPU is shared with pid 7")
+    result = GateResult("a" * 40, "b" * 40, "m", Selection(("fp32/naive",), {"fp32/naive": "changed"}), Settings())
+    assert result.exit_status == EXIT_PASS
+    result.problems.append("asv continuous exited 3")
+    assert result.exit_status == EXIT_UNDECIDED
+    undeclared = GateResult("a" * 40, "b" * 40, "m", Selection((), undeclared=("`fp32/old` removed",)), Settings())
+    assert undeclared.exit_status == EXIT_UNDECIDED
+    shared = GateResult("a" * 40, "b" * 40, "m", Selection(()), Settings(), shared_gpu=["pid 7"])
     assert shared.exit_status == EXIT_UNDECIDED
 
 
 def test_nothing_to_measure_passes():
-    result = GateResult("a" * 40, "b" * 40, "m", Selection(()), Settings(), [], Outcome(), 0, [])
+    result = GateResult("a" * 40, "b" * 40, "m", Selection(()), Settings())
     assert result.exit_status == EXIT_PASS
     assert "nothing: the change touches no kernel" in markdown(result, "gpu")
 
 
-def test_cli_gate_lists_the_cases_a_change_selects(tmp_path):
+def test_the_default_threshold_follows_how_a_case_is_measured():
+    settings = Settings(patterns=(("fp16/*", 0.01),))
+    assert settings.threshold_for("fp32/naive", PAIRED) == 0.0025
+    assert settings.threshold_for("fp32/naive", UNPAIRED) == 0.02
+    assert settings.threshold_for("fp16/mma_naive", PAIRED) == 0.01
+    assert Settings(threshold=0.005).threshold_for("fp32/naive", UNPAIRED) == 0.005
+
+
+# --- From the command line -----------------------------------------------------------------------------------------
+
+
+def test_cli_gate_lists_the_cases_a_change_selects_and_how_they_are_measured(tmp_path):
     from sgemm.cli import main
 
-    root = Path(__file__).resolve().parents[2]
-    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
-    done = subprocess.run([sys.executable, "-m", "sgemm", "gate", f"{head}~1", head, "--repo", str(root),
+    head = git(ROOT, "rev-parse", "HEAD")
+    done = subprocess.run([sys.executable, "-m", "sgemm", "gate", f"{head}~1", head, "--repo", str(ROOT),
                            "--dry-run", "--size", "1024", "-k", "fp32/naive"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "fp32/naive 1024x1024x1024" in done.stdout.splitlines()
-    assert main(["gate", "no-such-commit", head, "--repo", str(root), "--dry-run"]) == EXIT_UNDECIDED
-    assert main(["gate", head, head, "--repo", str(root), "--dry-run"]) == EXIT_UNDECIDED  # nothing to compare
+    assert "sgemm gate: measured " in done.stderr
+    assert main(["gate", "no-such-commit", head, "--repo", str(ROOT), "--dry-run"]) == EXIT_UNDECIDED
+    assert main(["gate", head, head, "--repo", str(ROOT), "--dry-run"]) == EXIT_UNDECIDED  # nothing to compare
     assert main(["gate", f"{head}~1", head, "--rounds", "2", "--dry-run"]) == EXIT_UNDECIDED
+    assert main(["gate", f"{head}~1", head, "--rounds", "5", "--max-rounds", "4", "--dry-run"]) == EXIT_UNDECIDED
+
+
+def test_cli_gate_refuses_kernels_asked_for_at_a_size_they_are_not_timed_at(capsys):
+    from sgemm.cli import main
+
+    head = git(ROOT, "rev-parse", "HEAD")
+    assert main(["gate", f"{head}~1", head, "--repo", str(ROOT), "--dry-run", "-k", "bf16/wgmma_tma",
+                 "--size", "1024"]) == EXIT_UNDECIDED
+    assert "no case of the suite measures that" in capsys.readouterr().err
+
+
+def test_cli_dry_run_names_a_kernel_gone_undeclared_and_exits_2(kernel_repo, capsys):
+    from sgemm.cli import main
+
+    repo, commit = kernel_repo
+    base = git(repo, "rev-parse", "HEAD")
+    catalogue = (repo / "sgemm" / "catalogue.toml").read_text()
+    start = catalogue.index('[[kernel]]\nname = "fp32/naive_8"')
+    end = catalogue.index("[[kernel]]", start + 1)
+    (repo / "sgemm" / "catalogue.toml").write_text(catalogue[:start] + catalogue[end:])
+    git(repo, "commit", "-qam", "fp32/naive_8 gone, undeclared")
+    head = git(repo, "rev-parse", "HEAD")
+    assert main(["gate", base, head, "--repo", str(repo), "--dry-run"]) == EXIT_UNDECIDED
+    assert "not measured, not declared: fp32/naive_8: in base's catalogue and gone from head's" in \
+        capsys.readouterr().err
 
 
 def test_an_unexpected_failure_exits_2_never_1(monkeypatch, capsys):

@@ -56,7 +56,8 @@ def test_the_file_round_trips_for_its_machine(tmp_path, history):
     noise.write(path, "box", learned, runs)
     data = json.loads(path.read_text())
     assert data["machine"] == "box" and data["runs"] == 2
-    assert noise.read(path, "box") == {label: Noise(round(n.sd, 6), n.df) for label, n in learned.items()}
+    assert noise.read(path, "box") == {"unpaired": {label: Noise(round(n.sd, 6), n.df) for label, n in learned.items()},
+                                       "paired": {}}
 
 
 def test_another_machines_noise_is_refused(tmp_path):
@@ -66,8 +67,9 @@ def test_another_machines_noise_is_refused(tmp_path):
         noise.read(path, "nvidia-h100")
 
 
-@pytest.mark.parametrize("content", ["not json", "[]", '{"machine": "box"}',
-                                     '{"machine": "box", "cases": {"x": {"sd": "wide"}}}'])
+@pytest.mark.parametrize("content", ["not json", "[]", '{"machine": "box", "cases": []}',
+                                     '{"machine": "box", "cases": {"x": {"sd": "wide"}}}',
+                                     '{"machine": "box", "paired": {"x": {"df": 3}}}'])
 def test_a_malformed_file_is_refused_naming_it(tmp_path, content):
     path = tmp_path / "noise.json"
     path.write_text(content)
@@ -78,7 +80,7 @@ def test_a_malformed_file_is_refused_naming_it(tmp_path, content):
 def test_entries_with_no_degrees_of_freedom_are_left_out(tmp_path):
     path = tmp_path / "noise.json"
     path.write_text(json.dumps({"machine": "box", "cases": {"a": {"sd": 0.01, "df": 0}, "b": {"sd": 0.01, "df": 2}}}))
-    assert noise.read(path, "box") == {"b": Noise(0.01, 2)}
+    assert noise.read(path, "box") == {"unpaired": {"b": Noise(0.01, 2)}}
 
 
 def sgemm(*args, cwd):
@@ -88,7 +90,7 @@ def sgemm(*args, cwd):
 def test_the_command_writes_the_machines_file_and_says_what_it_learned(tmp_path, history):
     done = sgemm("--results", str(history), "--machine", "box", "--repo", str(tmp_path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert f"wrote {tmp_path / 'noise' / 'box.json'}: 2 cases from 2 runs" in done.stdout
+    assert f"wrote {tmp_path / 'noise' / 'box.json'}: unpaired, 2 cases from 2 runs" in done.stdout
     assert noise.read(tmp_path / "noise" / "box.json", "box")
 
 
@@ -97,5 +99,37 @@ def test_the_command_refuses_results_it_cannot_learn_from(tmp_path):
     assert missing.returncode == 2 and "has no results of machine 'box'" in missing.stderr
     write_asv_run(tmp_path, "box", "a" * 40, 1_000, {(GEMM, ROUND_TIME): {NAIVE: [1.0]}})
     one_round = sgemm("--results", str(tmp_path), "--machine", "box", cwd=tmp_path)
-    assert one_round.returncode == 2 and "recorded two rounds or more" in one_round.stderr
+    assert one_round.returncode == 2 and "two rounds or more" in one_round.stderr
+    nothing = sgemm("--machine", "box", cwd=tmp_path)
+    assert nothing.returncode == 2 and "give asv results (--results) or paired gates' work folders" in nothing.stderr
     assert not (tmp_path / "noise").exists()
+
+
+def write_paired_gate(folder, ratios_by_round):
+    rounds = folder / "paired" / "rounds"
+    rounds.mkdir(parents=True)
+    for number, ratios in enumerate(ratios_by_round, 1):
+        (rounds / f"round-{number}.jsonl").write_text("".join(
+            json.dumps({"label": label, "ratio": ratio}) + "\n" for label, ratio in ratios.items())
+            + json.dumps({"label": "fp32/x 64x64x64", "failed": {"side": "head", "kind": "wrong result"}}) + "\n")
+
+
+def test_paired_noise_is_the_spread_of_a_gates_round_ratios_about_their_own_mean(tmp_path):
+    e = math.exp
+    label = "fp16/k 8192x8192x8192"
+    write_paired_gate(tmp_path / "a", [{label: e(0.005)}, {label: e(0.006)}, {label: e(0.004)}])  # a real change
+    write_paired_gate(tmp_path / "b", [{label: e(0.0)}, {label: e(0.002)}])  # an A/A gate
+    learned, gates = noise.learn_paired([tmp_path / "a", tmp_path / "b"])
+    assert gates == 2
+    # squares about each gate's own mean: 2e-6 + 2e-6, on 2 + 1 degrees of freedom; the failed case adds nothing
+    assert learned == {label: Noise(pytest.approx(math.sqrt(4e-6 / 3)), 3)}
+
+
+def test_the_command_learns_paired_noise_from_gates_work_folders(tmp_path):
+    write_paired_gate(tmp_path / "gate", [{"fp16/k 64x64x64": 1.0}, {"fp16/k 64x64x64": 1.001}])
+    done = sgemm("--rounds", str(tmp_path / "gate"), "--machine", "box", "--repo", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "paired, 1 cases from 1 gates" in done.stdout
+    assert set(noise.read(tmp_path / "noise" / "box.json", "box")["paired"]) == {"fp16/k 64x64x64"}
+    missing = sgemm("--rounds", str(tmp_path / "nowhere"), "--machine", "box", cwd=tmp_path)
+    assert missing.returncode == 2 and "no such folder" in missing.stderr

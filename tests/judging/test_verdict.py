@@ -1,37 +1,93 @@
-"""Verdicts on synthetic per-round figures with known answers: the test on round medians, its false-alarm rate,
-the detectable effect, the controls as references, the clock rule and per-pattern thresholds."""
+"""Verdicts on synthetic rounds with known answers: the two tests and their hand computations, the verdict table,
+the detectable effect as a planning figure at the family's level, the noise file pooled and set aside when the rounds
+contradict it, the timer's floor, the looks' spending, and the intervals printed beside the verdicts."""
 
 import math
 import random
 
 import pytest
 
-from sgemm.judging.verdict import (FALSE_DISCOVERY_RATE, Case, Noise, Rounds, Verdict, benjamini_hochberg, effect,
-                                   judge, threshold_for)
+from sgemm.judging.verdict import (FALSE_DISCOVERY_RATE, NOISE_CHECK_LEVEL, Case, Level, Noise, PairedRounds,
+                                   Rounds, Verdict, benjamini_hochberg, judge, noise_contradicted, paired_effect,
+                                   spend, threshold_for, unpaired_effect)
 
 
-def rounds(time_s, n=3, sd=0.002, clock_mhz=1980.0, clock_sd=0.0, rng=None, samples=2000):
+def rounds(time_s, n=3, sd=0.002, clock_mhz=1980.0, clock_sd=0.0, rng=None, throttled_ms=0.0):
     """n rounds whose medians scatter by `sd` (relative) around time_s: between-process noise."""
     rng = rng or random.Random(0)
     return Rounds(tuple(time_s * math.exp(rng.gauss(0, sd)) for _ in range(n)),
-                  tuple(clock_mhz * (1 + clock_sd * rng.gauss(0, 1)) for _ in range(n)), (samples,) * n)
+                  tuple(clock_mhz * (1 + clock_sd * rng.gauss(0, 1)) for _ in range(n)), (2000,) * n, throttled_ms)
 
 
-def case(label, before, after, threshold=0.02, **kw):
-    return Case(label, label.split(" ")[0], before, after, threshold, **kw)
+def paired(ratio, n=3, sd=0.0005, rng=None):
+    rng = rng or random.Random(0)
+    return PairedRounds(tuple(ratio * math.exp(rng.gauss(0, sd)) for _ in range(n)))
 
 
-def one(before, after, threshold=0.02, **kw):
-    return judge([case("fp32/k 4096x4096x4096", before, after, threshold, **kw)])[0]
+def unpaired_case(before, after, threshold=0.02, label="fp32/k 4096x4096x4096", **kw):
+    return Case(label, label.split(" ")[0], threshold, before=before, after=after, **kw)
 
 
-def test_welch_on_round_medians_matches_a_hand_computation():
+def paired_case(rounds_, threshold=0.0025, label="fp16/k 8192x8192x8192", **kw):
+    return Case(label, label.split(" ")[0], threshold, paired=rounds_, **kw)
+
+
+FINAL = Level(FALSE_DISCOVERY_RATE, 1, 3, final=True)
+
+
+def one(case, level=FINAL):
+    return judge([case], level)[0]
+
+
+# --- The tests, by hand ------------------------------------------------------------------------------------------
+
+
+def test_the_paired_test_is_a_one_sample_t_on_the_logs_of_the_round_ratios():
+    from scipy import stats
+
+    ratios = (1.004, 1.006, 1.005)
+    e = paired_effect(PairedRounds(ratios))
+    logs = [math.log(r) for r in ratios]
+    assert e.log_ratio == pytest.approx(sum(logs) / 3)
+    assert e.se == pytest.approx(stats.tstd(logs) / math.sqrt(3))
+    assert e.df == 2
+    assert e.p_value == pytest.approx(stats.ttest_1samp(logs, 0.0).pvalue)
+
+
+def test_the_unpaired_test_pools_the_two_sides_variances():
+    from scipy import stats
+
     before, after = [0.0, 0.01, -0.01], [0.05, 0.06, 0.04]
-    e = effect(before, after)
+    e = unpaired_effect(before, after, resolution=0.0)
     assert e.log_ratio == pytest.approx(0.05)
-    assert e.se == pytest.approx(math.sqrt(2 * 0.0001 / 3))  # sample variance 1e-4 each side
-    assert e.df == pytest.approx(4.0)  # equal variances and sizes: n1 + n2 - 2
-    assert e.p_value < 0.01
+    assert e.df == 4
+    assert e.p_value == pytest.approx(stats.ttest_ind(after, before).pvalue)
+
+
+def test_noise_of_unchanged_code_is_pooled_by_its_degrees_of_freedom():
+    logs = (0.0, 0.001, -0.001)
+    e = paired_effect(PairedRounds(tuple(math.exp(x) for x in logs)), Noise(0.003, 60))
+    own_squares = sum(x * x for x in logs)
+    assert e.sd == pytest.approx(math.sqrt((own_squares + 60 * 0.003 ** 2) / (2 + 60)))
+    assert e.df == 62
+
+
+def test_a_zero_spread_is_not_certainty():
+    e = paired_effect(PairedRounds((1.001, 1.001, 1.001), block_s=0.01))
+    assert e.se > 0
+    assert e.sd == pytest.approx((0.5e-6 / 0.01) / math.sqrt(12))  # the timer's resolution over one block
+    assert e.p_value > 0
+
+
+def test_benjamini_hochberg_adjusts_as_published_and_counts_the_whole_family():
+    # Five p-values: BH's q = min over j >= i of p_(j) * m / j.
+    assert benjamini_hochberg([0.01, 0.04, 0.03, 0.2, 0.5]) == pytest.approx([0.05, 0.0667, 0.0667, 0.25, 0.5],
+                                                                            abs=1e-3)
+    # Two of a family of ten (the other eight decided at an earlier look): judged as ten tests.
+    assert benjamini_hochberg([0.01, 0.2], family=10) == pytest.approx([0.1, 1.0])
+
+
+# --- The verdict table --------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("factor, clock, expected", [
@@ -43,150 +99,185 @@ def test_welch_on_round_medians_matches_a_hand_computation():
     (0.90, 2178.0, Verdict.AMBIGUOUS),  # faster only because the clock rose
     (1.00, 1800.0, Verdict.SAME),  # the time did not change: the clock's move alone is no verdict
 ])
-def test_verdicts(factor, clock, expected):
+def test_unpaired_verdicts_below_the_power_cap(factor, clock, expected):
     rng = random.Random(1)
-    result = one(rounds(1e-3, rng=rng), rounds(factor * 1e-3, clock_mhz=clock, rng=rng))
+    result = one(unpaired_case(rounds(1e-3, rng=rng), rounds(factor * 1e-3, clock_mhz=clock, rng=rng)))
     assert result.verdict is expected, result.why
     assert result.ratio == pytest.approx(factor, rel=0.01)
     assert result.ratio_at_equal_clock == pytest.approx(factor * clock / 1980.0, rel=0.01)
 
 
+def test_at_the_power_cap_an_unpaired_difference_is_never_a_regression():
+    # A clock drop between processes that the cycles would "confirm" (the card at its cap, time not following 1/clock).
+    rng = random.Random(2)
+    result = one(unpaired_case(rounds(1e-3, rng=rng, throttled_ms=400.0),
+                               rounds(1.05e-3, clock_mhz=1980.0, rng=rng, throttled_ms=900.0)))
+    assert result.verdict is Verdict.AMBIGUOUS
+    assert "power cap" in result.why and "pair it" in result.why
+
+
+@pytest.mark.parametrize("ratio, expected", [
+    (1.005, Verdict.REGRESSION),  # half a percent, seen through 0.05% round noise
+    (0.995, Verdict.IMPROVEMENT),
+    (1.001, Verdict.SAME),  # real, within 0.25%
+    (1.0, Verdict.SAME),
+])
+def test_paired_verdicts_at_the_paired_threshold(ratio, expected):
+    result = one(paired_case(paired(ratio, n=5, sd=0.0005, rng=random.Random(3))),
+                 Level(FALSE_DISCOVERY_RATE, 1, 5, final=True))
+    assert result.verdict is expected, result.why
+    assert result.method == "paired"
+
+
 def test_a_shift_between_processes_is_not_significant_however_tight_each_process_is():
-    # Three processes a side whose medians scatter by 0.5%: a 0.4% difference of means is noise, not a change,
-    # though thousands of samples inside each process would agree to 0.1%.
     rng = random.Random(3)
-    result = one(rounds(1e-3, sd=0.005, rng=rng), rounds(1.004e-3, sd=0.005, rng=rng), threshold=0.001)
-    assert result.verdict is Verdict.SAME
+    result = one(unpaired_case(rounds(1e-3, sd=0.005, rng=rng), rounds(1.004e-3, sd=0.005, rng=rng),
+                               threshold=0.001))
+    assert result.verdict is not Verdict.REGRESSION
     assert result.q_value > FALSE_DISCOVERY_RATE
 
 
-def identical_gates(count, size=40):
-    """A/A gates: `size` cases whose two sides are drawn alike (3 rounds, 0.3% between-round noise), judged at a
-    0.1% threshold so that only the statistics stand between noise and a verdict."""
-    rng = random.Random(4)
-    for _ in range(count):
-        yield [case(f"fp32/k{i} 4096x4096x4096", rounds(1e-3, sd=0.003, rng=rng), rounds(1e-3, sd=0.003, rng=rng),
-                    threshold=0.001) for i in range(size)]
-
-
-def test_the_false_alarm_rate_over_many_identical_gates_stays_below_the_chosen_rate():
-    # 400 A/A gates of 40 cases each (3 rounds a side, 0.3% between-round noise), threshold 0.1% so that only the
-    # statistics stand between noise and a verdict: Benjamini-Hochberg under the null keeps the share of gates with
-    # any false alarm near the false-discovery rate.
-    gates_with_a_false_alarm = sum(any(c.verdict is not Verdict.SAME for c in judge(cases))
-                                   for cases in identical_gates(400))
-    assert gates_with_a_false_alarm / 400 <= FALSE_DISCOVERY_RATE * 1.5
-
-
-def test_without_the_correction_many_cases_would_raise_false_alarms():
-    # The same A/A gates judged one case at a time: the raw p-values alone flag some case in most gates, which is
-    # what the correction is for (this guards the test above against passing for another reason).
-    flagged = sum(any(c.judged.p_value <= FALSE_DISCOVERY_RATE for c in judge(cases)) for cases in identical_gates(100))
-    assert flagged > 50
-
-
-def test_a_one_percent_slowdown_is_found_where_the_noise_allows_it():
-    rng = random.Random(5)
-    result = one(rounds(1e-3, n=5, sd=0.002, rng=rng), rounds(1.01e-3, n=5, sd=0.002, rng=rng), threshold=0.005)
-    assert result.detectable < 0.01
-    assert result.verdict is Verdict.REGRESSION, result.why
-
-
-def test_a_noisy_case_is_judged_at_its_detectable_effect_and_says_so():
-    rng = random.Random(6)
-    # 3% between-round noise: a 4% slowdown cannot be told from noise at a 2% threshold.
-    result = one(rounds(9e-6, sd=0.03, rng=rng), rounds(9.36e-6, sd=0.03, rng=rng))
-    assert result.detectable > 0.02
-    assert result.threshold == pytest.approx(result.detectable)
-    assert result.verdict is Verdict.SAME
-    assert "smallest change its noise lets the test see" in result.why
-    assert result.open  # more rounds could settle it
-
-
-def test_detectable_effect_shrinks_with_more_rounds():
-    def spread(n):  # round medians 0.2% apart, the same pattern repeated: the same spread, more rounds
-        return Rounds(tuple(1e-3 * (1 + 0.002 * (i % 3 - 1)) for i in range(n)), (1980.0,) * n)
-
-    few, many = one(spread(3), spread(3)).detectable, one(spread(9), spread(9)).detectable
-    assert many < few / 1.5
-
-
-def test_recorded_noise_is_a_floor_and_adds_degrees_of_freedom():
-    # Three rounds that happen to agree to 0.01% say little: the history says this case moves 0.5% between processes.
-    quiet = Rounds((1e-3, 1.0001e-3, 0.9999e-3), (1980.0,) * 3)
-    slower = Rounds((1.01e-3, 1.0101e-3, 1.0099e-3), (1980.0,) * 3)
-    alone = one(quiet, slower)
-    floored = one(quiet, slower, noise=Noise(0.005, 60))
-    assert floored.judged.se > alone.judged.se
-    assert floored.judged.df > 60
-    assert floored.verdict is Verdict.SAME and alone.verdict is Verdict.SAME  # 1% is within 2% either way
-    assert floored.detectable > alone.detectable
-
-
-def test_a_kernel_is_judged_relative_to_its_control_when_the_box_moves():
-    # Everything 4% slower at head, the control too: the box moved (another tenant, a warmer room), not the code.
-    rng = random.Random(8)
-    control = case("fp32/cublas 4096x4096x4096", rounds(2e-3, rng=rng), rounds(2.08e-3, rng=rng), is_control=True)
-    kernel = case("fp32/k 4096x4096x4096", rounds(1e-3, rng=rng), rounds(1.04e-3, rng=rng),
-                  references=("fp32/cublas 4096x4096x4096",))
-    judged_control, judged_kernel = judge([control, kernel])
-    assert judged_kernel.ratio == pytest.approx(1.04, rel=0.01)
-    assert judged_kernel.judged.ratio == pytest.approx(1.0, abs=0.01)
-    assert judged_kernel.verdict is Verdict.SAME
-    assert judged_kernel.reference == "fp32/cublas at 1 size"
-    assert judged_control.ratio == pytest.approx(1.04, rel=0.01)  # the control's own move, for the report
-
-
-def test_a_real_slowdown_is_still_found_against_a_steady_control():
-    rng = random.Random(9)
-    control = case("fp32/cublas 4096x4096x4096", rounds(2e-3, rng=rng), rounds(2e-3, rng=rng), is_control=True)
-    kernel = case("fp32/k 4096x4096x4096", rounds(1e-3, rng=rng), rounds(1.05e-3, rng=rng),
-                  references=("fp32/cublas 4096x4096x4096",))
-    assert judge([control, kernel])[1].verdict is Verdict.REGRESSION
-
-
-def test_controls_of_several_sizes_are_pooled_into_one_reference():
-    # Four sizes of the control, each as noisy as the kernel: pooled, the reference adds a quarter of the variance.
+def test_a_side_missing_rounds_is_not_judged_and_says_so():
     rng = random.Random(12)
-    labels = [f"fp32/cublas {s}x{s}x{s}" for s in (1024, 2048, 4096, 8192)]
-    controls = [case(label, rounds(2e-3, rng=rng), rounds(2e-3, rng=rng), is_control=True) for label in labels]
-    kernel = case("fp32/k 4096x4096x4096", rounds(1e-3, rng=rng), rounds(1e-3, rng=rng), references=tuple(labels))
-    alone = case("fp32/k 4096x4096x4096", kernel.before, kernel.after)
-    pooled, raw = judge([*controls, kernel])[-1], judge([alone])[0]
-    assert pooled.reference == "fp32/cublas at 4 sizes"
-    single = judge([controls[2], case(kernel.label, kernel.before, kernel.after, references=(labels[2],))])[-1]
-    assert raw.judged.se < pooled.judged.se < single.judged.se
-
-
-def test_controls_are_not_counted_among_the_cases_whose_false_alarms_are_controlled():
-    rng = random.Random(10)
-    control = case("fp32/cublas 4096x4096x4096", rounds(2e-3, rng=rng), rounds(2.2e-3, rng=rng), is_control=True)
-    results = judge([control])
-    assert results[0].case.is_control  # judged and reported, on its own p-value
+    result = one(unpaired_case(rounds(1e-3, n=2, rng=rng), rounds(1.1e-3, rng=rng)))
+    assert result.verdict is Verdict.AMBIGUOUS
+    assert result.why == "too few rounds recorded to judge (2; at least 3)"
 
 
 def test_no_clock_recorded_leaves_a_time_difference_ambiguous():
     rng = random.Random(11)
     after = rounds(1.05e-3, rng=rng)
-    result = one(rounds(1e-3, rng=rng), Rounds(after.medians_s, ()))
+    result = one(unpaired_case(rounds(1e-3, rng=rng), Rounds(after.medians_s, ())))
     assert result.verdict is Verdict.AMBIGUOUS
 
 
-def test_a_side_missing_rounds_is_not_judged_and_says_so():
-    # Three rounds asked for, two recorded at base (a round's process died, or the results tree lost it): the spread
-    # of two medians says too little, even of a 10% slowdown.
-    rng = random.Random(12)
-    result = one(rounds(1e-3, n=2, rng=rng), rounds(1.1e-3, rng=rng))
-    assert result.verdict is Verdict.AMBIGUOUS and result.open
-    assert result.why == "too few rounds recorded to judge (base 2; at least 3 a side)"
-    single = one(rounds(1e-3, n=1, rng=rng), rounds(1e-3, n=1, rng=rng))
-    assert single.verdict is Verdict.AMBIGUOUS and "base 1, head 1" in single.why
+# --- Planning: the detectable effect, rounds, NOT POWERED ----------------------------------------------------------
 
 
-def test_benjamini_hochberg_adjusts_as_published():
-    # Five p-values: BH's q = min over j >= i of p_(j) * m / j.
-    assert benjamini_hochberg([0.01, 0.04, 0.03, 0.2, 0.5]) == pytest.approx([0.05, 0.0667, 0.0667, 0.25, 0.5],
-                                                                            abs=1e-3)
+def detection_rate(family, gates=150, seed=0, n=4, sd=0.001):
+    """Gates of `family` cases, one of them slower by exactly its planned detectable effect (k = 1 at this family's
+    level, the true sd): the share of gates that find it."""
+    rng = random.Random(seed)
+    level = Level(FALSE_DISCOVERY_RATE, family, n, final=True)
+    from sgemm.judging.verdict import _t_ppf
+
+    effect = math.expm1((_t_ppf(1 - level.planning_alpha / 2, n - 1) + _t_ppf(0.8, n - 1)) * sd / math.sqrt(n))
+    found = 0
+    for _ in range(gates):
+        cases = [paired_case(paired(1 + effect if i == 0 else 1.0, n=n, sd=sd, rng=rng), threshold=0.0,
+                             label=f"fp16/k{i} 4096x4096x4096") for i in range(family)]
+        found += judge(cases, level)[0].verdict is Verdict.REGRESSION
+    return found / gates
+
+
+@pytest.mark.parametrize("family", [1, 40, 120])
+def test_a_change_of_the_planned_detectable_size_is_found_about_80_percent_of_the_time_whatever_the_family(family):
+    # At the nominal 5% per case, a 1-case gate found it 47% of the time and a 258-case gate 0.35%.
+    assert 0.65 <= detection_rate(family, gates=120 if family < 100 else 50) <= 0.95
+
+
+def test_the_verdict_is_judged_at_the_users_threshold_and_a_case_that_cannot_see_it_is_not_powered():
+    rng = random.Random(6)
+    noisy = paired_case(paired(1.0, n=9, sd=0.01, rng=rng), threshold=0.0025)
+    result = one(noisy, Level(FALSE_DISCOVERY_RATE, 40, 9, final=True))
+    assert result.verdict is Verdict.NOT_POWERED
+    assert result.detectable > 0.0025
+    assert "not powered for 0.25%" in result.why
+
+
+def test_an_open_case_asks_for_the_rounds_that_would_let_it_see_the_threshold():
+    rng = random.Random(7)
+    case = paired_case(paired(1.0, n=3, sd=0.0008, rng=rng), threshold=0.0025)
+    result = one(case, Level(spend(3, 0, 9), 40, 9))
+    assert result.open and result.verdict is Verdict.SAME
+    assert 3 < result.rounds_needed <= 9
+
+
+def test_more_rounds_shrink_the_detectable_effect():
+    logs = [0.001 * (i % 3 - 1) for i in range(9)]
+    few = paired_effect(PairedRounds(tuple(math.exp(x) for x in logs[:3])))
+    many = paired_effect(PairedRounds(tuple(math.exp(x) for x in logs)))
+    assert many.detectable(0.01) < few.detectable(0.01) / 3
+
+
+# --- Noise files ----------------------------------------------------------------------------------------------------
+
+
+def aa_gates(count, noise, rng, family=40, n=3, sd=0.003):
+    for _ in range(count):
+        yield [paired_case(paired(1.0, n=n, sd=sd, rng=rng), threshold=0.001, noise=noise,
+                           label=f"fp16/k{i} 4096x4096x4096") for i in range(family)]
+
+
+def false_alarms(gates, level):
+    return sum(any(c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) for c in judge(cases, level))
+               for cases in gates)
+
+
+def test_a_noise_file_that_understates_the_noise_is_set_aside():
+    # A file whose sd is half the truth: pooled as it is, 96% of these A/A gates raised a false alarm.
+    rng = random.Random(8)
+    level = Level(FALSE_DISCOVERY_RATE, 40, 3, final=True)
+    gates = list(aa_gates(60, Noise(0.0015, 60), rng))
+    assert noise_contradicted(gates[0]) is not None
+    assert false_alarms(gates, level) <= 8
+    assert "the noise file was set aside" in judge(gates[0], level)[0].why
+
+
+def test_a_true_noise_file_is_kept_and_lets_three_rounds_see_what_they_could_not_alone():
+    rng = random.Random(9)
+    cases = next(aa_gates(1, Noise(0.003, 60), rng))
+    assert noise_contradicted(cases) is None
+    alone = judge([Case(c.label, c.kernel, c.threshold, paired=c.paired) for c in cases], FINAL)[0]
+    pooled = judge(cases, FINAL)[0]
+    assert pooled.time.df == 62 and alone.time.df == 2
+    assert pooled.detectable < alone.detectable / 1.5  # t(2) against t(62): (4.30 + 0.82) / (2.00 + 0.85)
+
+
+def test_the_false_alarm_rate_of_identical_gates_stays_near_the_chosen_rate():
+    rng = random.Random(10)
+    level = Level(FALSE_DISCOVERY_RATE, 40, 3, final=True)
+    assert false_alarms(aa_gates(300, None, rng), level) / 300 <= FALSE_DISCOVERY_RATE * 1.6
+    assert NOISE_CHECK_LEVEL < FALSE_DISCOVERY_RATE
+
+
+def test_without_the_correction_many_cases_would_raise_false_alarms():
+    rng = random.Random(11)
+    flagged = sum(any(c.time.p_value <= FALSE_DISCOVERY_RATE for c in judge(cases, FINAL))
+                  for cases in aa_gates(60, None, rng))
+    assert flagged > 30
+
+
+# --- Looks ----------------------------------------------------------------------------------------------------------
+
+
+def test_the_looks_of_a_gate_spend_at_most_its_rate():
+    looks = [(0, 3), (3, 5), (5, 9)]
+    assert sum(spend(n, before, 9) for before, n in looks) == pytest.approx(FALSE_DISCOVERY_RATE)
+    assert spend(3, 0, 9) == pytest.approx(FALSE_DISCOVERY_RATE / 3)
+
+
+def test_printed_intervals_are_adjusted_for_the_cases_flagged():
+    rng = random.Random(13)
+    cases = [paired_case(paired(1.01 if i < 2 else 1.0, n=5, sd=0.0005, rng=rng),
+                         label=f"fp16/k{i} 4096x4096x4096") for i in range(10)]
+    level = Level(FALSE_DISCOVERY_RATE, 10, 5, final=True)
+    result = judge(cases, level)
+    assert [c.verdict for c in result[:2]] == [Verdict.REGRESSION] * 2
+    coverage = 1 - 2 * FALSE_DISCOVERY_RATE / 10  # R = 2 flagged of m = 10
+    assert result[0].interval == pytest.approx(result[0].time.interval(coverage))
+    assert result[0].interval[1] - result[0].interval[0] > \
+        result[0].time.interval(1 - FALSE_DISCOVERY_RATE)[1] - result[0].time.interval(1 - FALSE_DISCOVERY_RATE)[0]
+
+
+def test_controls_are_context_outside_the_family():
+    rng = random.Random(14)
+    control = unpaired_case(rounds(2e-3, rng=rng), rounds(2.2e-3, rng=rng), label="fp32/cublas 4096x4096x4096",
+                            is_control=True)
+    kernel = unpaired_case(rounds(1e-3, rng=rng), rounds(1e-3, rng=rng))
+    results = judge([control, kernel], Level(FALSE_DISCOVERY_RATE, 1, 3, final=True))
+    assert results[0].case.is_control and results[0].verdict is Verdict.REGRESSION  # the box moved: shown
+    assert results[1].verdict is Verdict.SAME  # and the kernel is not judged over it
 
 
 def test_rounds_of_a_second_measurement_extend_the_first():
@@ -194,6 +285,8 @@ def test_rounds_of_a_second_measurement_extend_the_first():
     both = first.extended(second)
     assert both.medians_s == first.medians_s + second.medians_s
     assert len(both.sm_clocks_mhz) == 5
+    p = paired(1.0, n=3).extended(paired(1.0, n=2))
+    assert len(p.ratios) == 5
 
 
 def test_threshold_patterns_last_match_wins():

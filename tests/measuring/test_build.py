@@ -1,3 +1,4 @@
+import dataclasses
 import shutil
 
 import pytest
@@ -15,36 +16,36 @@ def kernels(tmp_path):
 
 
 def test_source_carries_a_digest_of_each_local_header(kernels):
-    kernel = get_kernel("fp32/naive")
-    before = build.kernel_source(kernel, kernels)
+    kernel = dataclasses.replace(get_kernel("fp32/naive"), kernel_dir=kernels)
+    before = build.kernel_source(kernel)
     assert "common.cuh: sha256" in before
     with open(kernels / "common.cuh", "a") as header:
         header.write("// edited\n")
-    assert build.kernel_source(kernel, kernels) != before, "an edited header must change CuPy's cache key"
+    assert build.kernel_source(kernel) != before, "an edited header must change CuPy's cache key"
 
 
 def test_a_header_included_by_a_header_changes_the_digest(kernels):
     common = kernels / "common.cuh"
     common.write_text(common.read_text().replace("#pragma once\n", '#pragma once\n#include "nested.cuh"\n', 1))
     (kernels / "nested.cuh").write_text("#pragma once\n")
-    kernel = get_kernel("fp32/naive")
-    before = build.kernel_source(kernel, kernels)
+    kernel = dataclasses.replace(get_kernel("fp32/naive"), kernel_dir=kernels)
+    before = build.kernel_source(kernel)
     assert "nested.cuh: sha256" in before
     with open(kernels / "nested.cuh", "a") as header:
         header.write("// edited\n")
-    assert build.kernel_source(kernel, kernels) != before, "a nested header must change CuPy's cache key"
+    assert build.kernel_source(kernel) != before, "a nested header must change CuPy's cache key"
 
 
 def test_a_header_included_in_angle_brackets_changes_the_digest(kernels):
     source = kernels / "fp16_wmma.cu"  # includes toolkit headers only, which stay out of the digests
     source.write_text(source.read_text() + "#include <extra.cuh>\n")
     (kernels / "extra.cuh").write_text("#pragma once\n")
-    kernel = get_kernel("fp16/wmma_naive")
-    before = build.kernel_source(kernel, kernels)
+    kernel = dataclasses.replace(get_kernel("fp16/wmma_naive"), kernel_dir=kernels)
+    before = build.kernel_source(kernel)
     assert [line.split(":")[0] for line in before.splitlines() if ": sha256 " in line] == ["// extra.cuh"]
     with open(kernels / "extra.cuh", "a") as header:
         header.write("// edited\n")
-    assert build.kernel_source(kernel, kernels) != before
+    assert build.kernel_source(kernel) != before
 
 
 def test_the_include_walk_follows_both_forms_once_each_in_the_order_reached():
@@ -58,9 +59,20 @@ def test_the_include_walk_follows_both_forms_once_each_in_the_order_reached():
     assert build.kernel_files("k.cu", files.get) == ["k.cu", "a.cuh", "sub/b.cuh", "sub/c.cuh"]
 
 
-def test_options_include_the_kernel_directory():
-    assert f"-I{KERNEL_DIR}" in build.nvrtc_options()
-    assert "--std=c++17" in build.nvrtc_options()
+def test_options_include_the_kernel_directory(kernels):
+    assert f"-I{KERNEL_DIR}" in build.nvrtc_options(KERNEL_DIR)
+    assert f"-I{kernels}" in build.nvrtc_options(kernels)
+    assert "--std=c++17" in build.nvrtc_options(kernels)
+
+
+def test_a_kernel_is_read_from_the_tree_its_catalogue_was_loaded_with(kernels):
+    from sgemm.catalogue import CATALOGUE_PATH, load_catalogue
+
+    (kernels / "fp32_naive.cu").write_text((kernels / "fp32_naive.cu").read_text() + "// this tree's own\n")
+    kernel = load_catalogue(CATALOGUE_PATH, kernels)["fp32/naive"]
+    assert kernel.kernel_dir == kernels
+    assert "// this tree's own" in build.kernel_source(kernel)
+    assert "// this tree's own" not in build.kernel_source(get_kernel("fp32/naive"))
 
 
 def test_toolkit_headers_are_found_through_cuda_path(tmp_path, monkeypatch):
@@ -81,7 +93,7 @@ def test_every_kernel_compiles_with_cupy_on_this_gpu():
 
     for kernel in load_catalogue().values():
         if not kernel.library:
-            assert build.compiled(kernel) is build.compiled(kernel)  # compiled once, then cached
+            assert build.compiled(kernel).kernel.ptr, f"{kernel.name}: no function loaded"
 
 
 @pytest.mark.gpu

@@ -60,7 +60,16 @@ def fake_measurements(monkeypatch):
         return {case.id: result(kernel=case.kernel.name, samples_s=[float(len(calls))]) for case in cases}
 
     monkeypatch.setattr(record, "run_cases", run_cases)
+    measuring_stand_ins(monkeypatch)
     return calls
+
+
+def measuring_stand_ins(monkeypatch):
+    """What a measuring process asks of CUDA before it runs its cases, answered as on an H100."""
+    from sgemm.measuring import ab
+
+    monkeypatch.setattr(record, "device_info", lambda device=0: H100)
+    monkeypatch.setattr(ab, "compile_ahead", lambda kernels, device=0: None)
 
 
 def test_an_asv_run_measures_each_case_once_per_round_for_all_its_methods(tmp_path, fake_measurements):
@@ -88,13 +97,16 @@ def test_rounds_are_keyed_explicitly_not_by_the_order_methods_run_in(tmp_path, f
 def test_a_failed_measurement_fails_the_benchmark_records_nothing_and_says_why(tmp_path, monkeypatch):
     wrong = VerificationError("fp32/naive at 1024x1024x1024: relative error 0.0443 > 1e-05")
     monkeypatch.setattr(record, "run_cases", lambda cases, device=0: {cases[0].id: wrong})
+    measuring_stand_ins(monkeypatch)
     events = tmp_path / "events.jsonl"
     monkeypatch.setenv("SGEMM_CASE_EVENTS", str(events))
     monkeypatch.setenv("ASV_COMMIT", "c" * 40)
     case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024)
-    with pytest.raises(VerificationError, match="relative error"):
+    with pytest.raises(record.NotMeasured, match="wrong result: .*relative error"):
         case.result("time")
-    assert not list(case.dir.glob("round-*.json"))
+    assert [p.name for p in case.dir.glob("round-*.json")] == ["round-1.not-measured.json"]
+    with pytest.raises(record.NotMeasured):  # every other method of the round says the same, measuring nothing
+        case.result("tflops")
     assert json.loads(events.read_text()) == {
         "commit": "c" * 40, "case": "fp32/naive/1024x1024x1024", "kind": "failed",
         "reason": "wrong result: fp32/naive at 1024x1024x1024: relative error 0.0443 > 1e-05"}
@@ -123,7 +135,7 @@ def test_a_shared_gpu_is_not_measured(tmp_path, monkeypatch):
     with pytest.raises(record.SharedGpu, match=r"shared with pid 4242 \(python3, 1,532 MiB\)"):
         case.result("time")
     assert json.loads(events.read_text())["kind"] == "gpu shared"
-    assert not list(case.dir.glob("round-*.json"))
+    assert not [p for p in case.dir.glob("round-*.json") if not p.name.endswith(".not-measured.json")]
 
 
 def test_asv_skips_what_this_commit_or_kernel_cannot_do(tmp_path):
@@ -212,3 +224,72 @@ def test_cuda_says_what_the_gpu_is(monkeypatch):
     monkeypatch.setattr(cupy.cuda.runtime, "getDeviceCount", lambda: 1)
     monkeypatch.setattr(cupy.cuda.runtime, "getDeviceProperties", lambda device: properties)
     assert device_info(0) == Gpu("NVIDIA H100 80GB HBM3", 90, 132)
+
+
+def test_the_first_method_of_a_round_measures_every_case_of_the_run_in_its_one_process(tmp_path, monkeypatch,
+                                                                                          fake_measurements):
+    monkeypatch.setenv(record.CASES_VARIABLE, json.dumps([["fp32/naive", 1024, 1024, 1024],
+                                                          ["fp32/float4", 2048, 2048, 2048],
+                                                          ["fp32/no_such_kernel", 64, 64, 64]]))
+    first = AsvCase(str(tmp_path), get_kernel("fp32/float4"), 2048, 2048, 2048)
+    assert first.result("time").samples_s == [1.0]
+    assert [sorted(case.id for case in cases) for cases in fake_measurements] == [
+        ["fp32/float4/2048x2048x2048", "fp32/naive/1024x1024x1024"]]  # a kernel this commit lacks is left out
+    other = record.asv_case(str(tmp_path), "fp32/naive", 1024, 1024, 1024)
+    assert other.result("card").samples_s == [1.0]
+    assert len(fake_measurements) == 1  # read, not measured again
+
+
+def test_each_case_is_timed_against_its_reference_build(tmp_path, monkeypatch, fake_measurements):
+    from pathlib import Path
+
+    from sgemm import sourcetree
+    from sgemm.measuring import ab
+
+    root = Path(__file__).resolve().parents[2]
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    tree = sourcetree.export(root, head, tmp_path / "reference")
+    (tree / record.REFERENCE_COMMIT_FILE).write_text(head + "\n")
+    monkeypatch.setenv(record.REFERENCE_VARIABLE, str(tree))
+    timed = []
+
+    class Timing:
+        pair_ratios = [[1.004, 1.006, 1.005]]
+        method = "paired in one process, L2 warm"
+        joules_per_launch = 1.25
+
+    def measure(builds, m, n, k, settings, readings):
+        timed.append([(build.label, build.kernel.kernel_dir) for build in builds])
+        return ab.ABResult([b.label for b in builds], Timing(), [1e-7, 1e-7], ["", ""])
+
+    monkeypatch.setattr(ab, "measure", measure)
+    monkeypatch.setattr(ab.ABResult, "ratio", lambda self, build=1: 1.005)
+    monkeypatch.setattr(ab.ABResult, "interval", lambda self, build=1: (1.004, 1.006))
+    monkeypatch.setenv(record.CASES_VARIABLE, json.dumps([["fp32/naive", 64, 64, 64], ["fp32/cublas", 64, 64, 64]]))
+    naive = AsvCase(str(tmp_path / "run"), get_kernel("fp32/naive"), 64, 64, 64).result("time_over_reference")
+    assert naive.reference == {"commit": head, "ratio": 1.005, "interval": [1.004, 1.006],
+                               "pair_ratios": [1.004, 1.006, 1.005], "method": "paired in one process, L2 warm",
+                               "joules_per_launch": 1.25}
+    assert timed == [[("reference", tree / "kernels"), ("commit", get_kernel("fp32/naive").kernel_dir)]]
+    cublas = record.asv_case(str(tmp_path / "run"), "fp32/cublas", 64, 64, 64).result("time_over_reference")
+    assert cublas.reference == {"commit": head, "missing": "a library call: the reference would be the same library"}
+
+
+def test_a_kernel_newer_than_the_reference_says_so(tmp_path):
+    from pathlib import Path
+
+    from sgemm import sourcetree
+
+    root = Path(__file__).resolve().parents[2]
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    tree = sourcetree.export(root, head, tmp_path / "reference")
+    catalogue = tree / "sgemm" / "catalogue.toml"
+    text = catalogue.read_text()
+    start = text.index('[[kernel]]\nname = "fp32/warptile"')
+    catalogue.write_text(text[:start] + text[text.index("[[kernel]]", start + 1):])
+    builds = record._reference_builds([Case(get_kernel("fp32/warptile"), 64, 64, 64),
+                                       Case(get_kernel("fp32/naive"), 64, 64, 64)], tree)
+    assert builds["fp32/warptile/64x64x64"] == "fp32/warptile is newer than the reference commit"
+    assert builds["fp32/naive/64x64x64"].kernel_dir == tree / "kernels"

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""A second opinion on a paired ratio: one kernel built from two source trees, timed with nothing but CuPy events.
+
+Independent of the paired timer it checks (sgemm.measuring.paired): no blocking kernel, no blocks, no pairs, no
+adaptive stop. Each build gets its own inputs (the same values), both are checked against FP64, then after
+WARMUP_S of alternating launches every launch is timed between two events, the builds alternating A B B A ..., for
+--seconds; the ratio is the median launch time of the second tree over the first's.
+
+Usage: scripts/ab-events.py TREE_A TREE_B KERNEL SIZE [--seconds 6] [--flush-l2]
+(a tree is a folder holding kernels/ and sgemm/catalogue.toml, e.g. from `git archive`). Prints one line of JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from statistics import median
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+WARMUP_S = 1.0
+QUEUED = 10
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("tree_a", type=Path)
+    parser.add_argument("tree_b", type=Path)
+    parser.add_argument("kernel")
+    parser.add_argument("size", type=int)
+    parser.add_argument("--seconds", type=float, default=6.0)
+    parser.add_argument("--flush-l2", action="store_true")
+    args = parser.parse_args()
+
+    import cupy
+
+    from sgemm import sourcetree
+    from sgemm.measuring.problem import make_problem
+    from sgemm.measuring.verify import verify
+
+    problems = [make_problem(sourcetree.kernels(tree)[args.kernel], args.size, args.size, args.size)
+                for tree in (args.tree_a, args.tree_b)]
+    errors = [verify(problem) for problem in problems]
+    flush = cupy.empty(2 * cupy.cuda.Device().attributes["L2CacheSize"], dtype=cupy.uint8)
+    times: list[list[float]] = [[], []]
+    started = time.monotonic()
+    turn = 0
+    while time.monotonic() - started < WARMUP_S + args.seconds:
+        # QUEUED turns are queued before the host waits on any, so that the GPU runs them back to back, as under load.
+        pending = []
+        for _ in range(QUEUED):
+            order = (0, 1) if turn % 2 == 0 else (1, 0)
+            turn += 1
+            for build in order:
+                if args.flush_l2:
+                    flush.fill(turn % 251)
+                start, end = cupy.cuda.Event(), cupy.cuda.Event()
+                start.record()
+                problems[build].launch()
+                end.record()
+                pending.append((build, start, end))
+        pending[-1][2].synchronize()
+        if time.monotonic() - started >= WARMUP_S:
+            for build, start, end in pending:
+                times[build].append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+    a, b = median(times[0]), median(times[1])
+    print(json.dumps({"kernel": args.kernel, "size": args.size, "ratio": b / a, "median_s": [a, b],
+                      "launches": [len(t) for t in times], "relative_errors": errors,
+                      "l2": "flushed" if args.flush_l2 else "warm"}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
