@@ -43,8 +43,8 @@ class _MeasuredCase:
     """The figures of one case, each read from a single measurement made once per asv round (see
     sgemm.measuring.record)."""
 
-    # The first benchmark process of a round measures every case of the run (sgemm.measuring.record): 275 cases
-    # and their paired reference timings took about N minutes on an H100.
+    # The first benchmark process of a round measures every case of the run (sgemm.measuring.record): the whole
+    # suite's 275 cases, each also timed paired against its reference build, in that one process.
     timeout = 3600
 
     def setup_cache(self):

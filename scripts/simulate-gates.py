@@ -3,13 +3,14 @@
 an A/A gate raises a false alarm, how often a real change is found, and how many rounds it takes.
 
 Each gate has --cases cases measured paired. A case's round ratio scatters lognormally around its true ratio by its
-own round-to-round sd, drawn log-uniformly between --sd-low and --sd-high (0.02% to 0.2%: what the paired rounds of
-every kernel at 4096 spread by on an H100). With --noise-file each case has a noise file learned from --noise-rounds
-rounds of an earlier A/A gate of the same case. With --changed, one case of each gate is slower by that fraction.
+own round-to-round sd, drawn from the sds a noise file records (--sds-from; by default the H100's, learned from an
+A/A gate of every kernel at 4096: median 0.025%, the noisiest 0.73%), or log-uniformly between --sd-low and
+--sd-high. With --noise-file each case has a noise file learned from --noise-rounds rounds of an earlier A/A gate of
+the same case. With --changed, one case of each gate is slower by that fraction.
 Gates run in --seeds seeds of --gates gates each; a seed's gates share nothing with another seed's.
 
 Prints a line per seed and the totals, then one line of JSON (for the tests, which run a small version).
-Usage: scripts/simulate-gates.py [--seeds 20] [--gates 50] [--cases 56] [--threshold 0.25] [--noise-file]
+Usage: scripts/simulate-gates.py [--seeds 20] [--gates 50] [--cases 58] [--threshold 0.25] [--noise-file]
        [--changed 0.005] [--unpaired]
 """
 
@@ -22,14 +23,18 @@ import random
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from sgemm.judging.looks import Schedule, run_looks  # noqa: E402
 from sgemm.judging.verdict import Case, Noise, PairedRounds, Rounds, Verdict  # noqa: E402
 
 
-def simulate_gate(rng: random.Random, args) -> dict:
-    sds = [math.exp(rng.uniform(math.log(args.sd_low), math.log(args.sd_high))) for _ in range(args.cases)]
+def simulate_gate(rng: random.Random, args, measured_sds: list[float]) -> dict:
+    if measured_sds:
+        sds = [rng.choice(measured_sds) for _ in range(args.cases)]
+    else:
+        sds = [math.exp(rng.uniform(math.log(args.sd_low), math.log(args.sd_high))) for _ in range(args.cases)]
     truth = [1.0 + (args.changed if i == 0 and args.changed else 0.0) for i in range(args.cases)]
     labels = [f"k{i}" for i in range(args.cases)]
     noise = {}
@@ -76,10 +81,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--gates", type=int, default=50)
-    parser.add_argument("--cases", type=int, default=56)
+    parser.add_argument("--cases", type=int, default=58)
     parser.add_argument("--threshold", type=float, default=0.25, help="percent")
-    parser.add_argument("--sd-low", type=float, default=0.0002)
-    parser.add_argument("--sd-high", type=float, default=0.002)
+    parser.add_argument("--sds-from", type=Path, default=ROOT / "noise" / "nvidia-h100-80gb-hbm3.json",
+                        help="a noise file whose paired sds the cases' sds are drawn from")
+    parser.add_argument("--sd-low", type=float, help="instead, sds log-uniform from this (a fraction) ...")
+    parser.add_argument("--sd-high", type=float, help="... to this")
     parser.add_argument("--noise-file", action="store_true")
     parser.add_argument("--noise-rounds", type=int, default=9)
     parser.add_argument("--changed", type=float, default=0.0, help="one case slower by this fraction")
@@ -87,10 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-rounds", type=int, default=9)
     args = parser.parse_args(argv)
+    measured_sds = [] if args.sd_low else \
+        [entry["sd"] for entry in json.loads(args.sds_from.read_text())["paired"].values()]
     totals = {"gates": 0, "false_alarm": 0, "found": 0, "not_powered": 0, "ambiguous": 0, "rounds": 0, "looks": 0}
     for seed in range(args.seeds):
         rng = random.Random(seed)
-        per_seed = [simulate_gate(rng, args) for _ in range(args.gates)]
+        per_seed = [simulate_gate(rng, args, measured_sds) for _ in range(args.gates)]
         alarms = sum(g["false_alarm"] for g in per_seed)
         print(f"seed {seed:2d}: {alarms} of {args.gates} gates with a false alarm"
               + (f", the change found in {sum(g['found'] for g in per_seed)}" if args.changed else "")
