@@ -367,7 +367,8 @@ def cmd_gate(args) -> int:
         return EXIT_BAD_INPUT
     from pathlib import Path
 
-    from .judging.gate import EXIT_UNDECIDED, GateError, Request, Settings, gate
+    from .judging.command import Request, gate
+    from .judging.gate import EXIT_UNDECIDED, GateError, Settings
 
     request = Request(
         Path(args.repo).resolve(), args.base, args.head, tuple(args.kernel), tuple(args.size or ()), not args.no_sweep,

@@ -10,7 +10,7 @@ import pytest
 
 from sgemm import shards
 from sgemm.asvsuite import GEMM, TIME, SuiteCase
-from sgemm.shards import Shard, ShardError, assign, identical_gpus, join, recorded_costs, write_joined
+from sgemm.shards import ShardError, assign, identical_gpus, join, recorded_costs, write_joined
 
 from conftest import GpuResultsTree, write_asv_run
 

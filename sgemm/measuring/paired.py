@@ -57,6 +57,9 @@ HARD_LIMIT = 4
 
 @dataclass(frozen=True)
 class PairedSettings:
+    """How long a block lasts, how long the warm-up and the pairs go on, and whether L2 is flushed (the module's
+    docstring says what each does)."""
+
     block_s: float = 0.01
     warmup_s: float = 0.3  # at least; then until the clock is steady, up to max_warmup_s
     max_warmup_s: float = 3.0
@@ -283,8 +286,11 @@ class _Run:
 
     def __init__(self, launches: Sequence[Launch], blocks: Blocks, readings: Readings | None, count: int,
                  flush_l2: bool):
-        self.launches, self.blocks, self.readings, self.count, self.flush_l2 = launches, blocks, readings, count, \
-            flush_l2
+        self.launches = launches
+        self.blocks = blocks
+        self.readings = readings
+        self.count = count  # launches a block
+        self.flush_l2 = flush_l2
         self.queued: list[tuple[int, object]] = []  # (build, block)
         self.starts: dict[int, tuple[float, float]] = {}  # index -> (SM clock, energy mJ) read as it started
 

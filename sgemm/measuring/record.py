@@ -2,10 +2,11 @@
 
 The asv suite calls in through `asv_case`: asv runs every benchmark method of a case in a process of its own, once
 per round, so a measurement is filed by round in the run's scratch directory (asv's setup_cache) and every method
-reads the measurement of its own round: the n-th call of a method on a case reads round n, measured by whichever
-method asked for it first. A GPU that another process is using is not measured (the case is skipped with the
-reason), and why a case failed or was skipped is appended to the file named by SGEMM_CASE_EVENTS, when set, for the
-gate's report.
+reads the measurement of its own round: the n-th call of a method on a case reads round n. The first method of a
+round to ask measures every case of the run (SGEMM_RUN_CASES) in its one process, and, when SGEMM_REFERENCE_TREE
+names a reference tree, times each against its reference build paired (sgemm.measuring.ab). A GPU that another
+process is using is not measured (the cases are skipped with the reason), and why a case failed or was skipped is
+appended to the file named by SGEMM_CASE_EVENTS, when set, for the gate's report.
 """
 
 from __future__ import annotations

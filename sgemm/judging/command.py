@@ -1,0 +1,141 @@
+"""The `sgemm gate` command's work: what a change selects, as cases of the working tree's suite (`plan`); the gate run
+on them (sgemm.judging.gate); the report printed and written (sgemm.judging.report)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..asvsuite import SuiteCase
+from .changes import Selection
+from .gate import EXIT_PASS, EXIT_UNDECIDED, GateError, Settings, run_gate
+from .report import markdown
+
+
+def publish_report(text: str, path: Path | None) -> None:
+    """Write the report to `path` and append it to the GitHub Actions job summary when there is one."""
+    if path:
+        path.write_text(text)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a") as out:
+            out.write(text + "\n")
+
+
+@dataclass(frozen=True)
+class Request:
+    """A gate as asked for on the command line."""
+
+    repo: Path
+    base: str  # revisions, resolved by `plan`
+    head: str
+    kernels: tuple[str, ...] = ()  # more kernels or precisions to measure, changed or not
+    sizes: tuple[int, ...] = ()  # default: the suite's
+    sweep: bool = True  # also seed 003's shape sweep, for the kernels it covers
+    settings: Settings = Settings()
+    work_dir: Path | None = None
+    machine: str | None = None
+    report: Path | None = None
+    noise_file: Path | None = None
+    device: int = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    base: str  # full hashes
+    head: str
+    selection: Selection
+    cases: list[SuiteCase]
+
+
+def plan(request: Request) -> Plan:
+    """What the change selects, as cases of the working tree's suite. GateError when git or the catalogue cannot say,
+    or when kernels or sizes asked for select no case."""
+    from .. import asvsuite, catalogue
+    from .changes import ChangeError, resolve_commit, select_kernels
+
+    repo = str(request.repo)
+    try:
+        base, head = resolve_commit(repo, request.base), resolve_commit(repo, request.head)
+        if base == head:
+            raise GateError(f"{request.base} and {request.head} are the same commit: nothing to compare")
+        selection = select_kernels(repo, base, head)
+        checked_out = resolve_commit(repo, "HEAD")
+    except ChangeError as exc:
+        raise GateError(str(exc)) from exc
+    if checked_out != head:
+        print(f"sgemm gate: warning: the suite's parameters come from the working tree at {checked_out[:12]}, "
+              f"not from head {head[:12]}: check out head to measure every kernel it has", file=sys.stderr)
+    # The suite runs with the working tree's catalogue: only its kernels, sizes and shapes exist as benchmarks.
+    path = request.repo / "sgemm" / "catalogue.toml"
+    kernels = catalogue.load_catalogue(path, request.repo / "kernels")
+    if request.kernels:
+        asked = {k.name: "asked for" for k in catalogue.select(list(request.kernels), kernels)}
+        selection = replace(selection, reasons={**asked, **selection.reasons},
+                            kernels=tuple(n for n in kernels if n in asked or n in selection.kernels))
+    missing = [name for name in selection.kernels if name not in kernels]
+    if missing:
+        selection = replace(selection, undeclared=selection.undeclared + tuple(
+            f"`{name}` is not in the working tree's catalogue: not measured" for name in missing))
+    sweep_kernels, sweep_shapes = catalogue.sweep(path) if request.sweep else ([], [])
+    cases = asvsuite.cases_for([kernels[n] for n in selection.kernels if n in kernels], list(request.sizes) or None,
+                               sweep_kernels, sweep_shapes, selection.controls)
+    if request.kernels and not [c for c in cases if c.kernel in {k.name for k in catalogue.select(
+            list(request.kernels), kernels)}]:
+        asked_sizes = f" at {', '.join(map(str, request.sizes))}" if request.sizes else ""
+        raise GateError(f"-k {' -k '.join(request.kernels)}{asked_sizes}: no case of the suite measures that "
+                        f"(each kernel is timed at the sizes its catalogue entry lists)")
+    return Plan(base, head, selection, cases)
+
+
+def describe(chosen: Plan, settings: Settings) -> list[str]:
+    """What the gate will do, before it does it: the dry run's answer and the gate's first lines."""
+    selection = chosen.selection
+    why = selection.everything or "; ".join(f"{name}: {reason}" for name, reason in selection.reasons.items())
+    method = (f"unpaired: {selection.everything}" if selection.everything else
+              "unpaired (--unpaired)" if not settings.pairing else
+              "paired: base and head builds side by side in each round's process")
+    lines = [f"{chosen.base[:12]} -> {chosen.head[:12]}: {len(chosen.cases)} cases of {len(selection.kernels)} "
+             f"kernels ({why or 'nothing to measure'})"]
+    if chosen.cases:
+        lines.append(f"measured {method}")
+    lines += [f"not measured, not declared: {message}" for message in selection.undeclared]
+    return lines
+
+
+def gate(request: Request, dry_run: bool = False) -> int:
+    """The gate from the command line: plan, measure, judge, report. Returns the exit status."""
+    from ..machine import detect_identity, machine_entry, machine_name, write_machine_file
+    from .noise import NoiseFileError, default_path, read
+
+    chosen = plan(request)
+    for line in describe(chosen, request.settings):
+        print(f"sgemm gate: {line}", file=sys.stderr)
+    if dry_run:
+        for case in chosen.cases:
+            print(case.label)
+        return EXIT_UNDECIDED if chosen.selection.undeclared else EXIT_PASS
+    identity = detect_identity(request.device) if chosen.cases else None
+    if chosen.cases and identity is None:
+        raise GateError("no GPU found through NVML: nothing can be measured here")
+    machine = request.machine or (machine_name(identity) if identity else "no-gpu")
+    settings = request.settings
+    noise_file = request.noise_file or default_path(request.repo, machine)
+    if chosen.cases and (request.noise_file or noise_file.exists()):
+        try:
+            settings = replace(settings, noise=read(noise_file, machine))
+        except NoiseFileError as exc:
+            raise GateError(str(exc)) from exc
+    if identity:
+        write_machine_file(machine_entry(identity, machine))  # asv asks interactively for a machine it does not know
+    work_dir = request.work_dir or request.repo / ".asv" / "gate"
+    result = run_gate(request.repo, chosen.base, chosen.head, chosen.selection, chosen.cases, machine, work_dir,
+                      settings, request.device, compute_capability=identity.compute_capability if identity else 90)
+    gpu_line = (f"{identity.name}, compute capability {identity.compute_capability_text}, driver {identity.driver}, "
+                f"max SM clock {identity.max_sm_clock_mhz:.0f} MHz") if identity else "not used"
+    text = markdown(result, gpu_line)
+    print(text)
+    publish_report(text, request.report)
+    return result.exit_status

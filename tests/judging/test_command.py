@@ -1,0 +1,97 @@
+"""The `sgemm gate` command's work, without a GPU: what a change selects and how it will be measured (the dry run),
+the refusals that come before any work, and the report's way out."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sgemm.judging.command import publish_report
+from sgemm.judging.gate import EXIT_UNDECIDED
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo_copy(tmp_path, monkeypatch):
+    """A scratch repository holding this project's kernels, catalogue and code."""
+    for name, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@t"), ("GIT_COMMITTER_NAME", "t"),
+                        ("GIT_COMMITTER_EMAIL", "t@t")):
+        monkeypatch.setenv(name, value)
+    repo = tmp_path / "repo"
+    no_cache = shutil.ignore_patterns("__pycache__")
+    for folder in ("kernels", "benchmarks", "sgemm"):
+        shutil.copytree(ROOT / folder, repo / folder, ignore=no_cache)
+    for name in ("asv.conf.json", "pyproject.toml"):
+        shutil.copy(ROOT / name, repo / name)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    return repo
+
+
+def test_cli_gate_lists_the_cases_a_change_selects_and_how_they_are_measured(tmp_path):
+    from sgemm.cli import main
+
+    head = git(ROOT, "rev-parse", "HEAD")
+    done = subprocess.run([sys.executable, "-m", "sgemm", "gate", f"{head}~1", head, "--repo", str(ROOT),
+                           "--dry-run", "--size", "1024", "-k", "fp32/naive"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "fp32/naive 1024x1024x1024" in done.stdout.splitlines()
+    assert "sgemm gate: measured " in done.stderr
+    assert main(["gate", "no-such-commit", head, "--repo", str(ROOT), "--dry-run"]) == EXIT_UNDECIDED
+    assert main(["gate", head, head, "--repo", str(ROOT), "--dry-run"]) == EXIT_UNDECIDED  # nothing to compare
+    assert main(["gate", f"{head}~1", head, "--rounds", "2", "--dry-run"]) == EXIT_UNDECIDED
+    assert main(["gate", f"{head}~1", head, "--rounds", "5", "--max-rounds", "4", "--dry-run"]) == EXIT_UNDECIDED
+
+
+def test_cli_gate_refuses_kernels_asked_for_at_a_size_they_are_not_timed_at(capsys):
+    from sgemm.cli import main
+
+    head = git(ROOT, "rev-parse", "HEAD")
+    assert main(["gate", f"{head}~1", head, "--repo", str(ROOT), "--dry-run", "-k", "bf16/wgmma_tma",
+                 "--size", "1024"]) == EXIT_UNDECIDED
+    assert "no case of the suite measures that" in capsys.readouterr().err
+
+
+def test_cli_dry_run_names_a_kernel_gone_undeclared_and_exits_2(repo_copy, capsys):
+    from sgemm.cli import main
+
+    repo = repo_copy
+    base = git(repo, "rev-parse", "HEAD")
+    catalogue = (repo / "sgemm" / "catalogue.toml").read_text()
+    start = catalogue.index('[[kernel]]\nname = "fp32/naive_8"')
+    end = catalogue.index("[[kernel]]", start + 1)
+    (repo / "sgemm" / "catalogue.toml").write_text(catalogue[:start] + catalogue[end:])
+    git(repo, "commit", "-qam", "fp32/naive_8 gone, undeclared")
+    head = git(repo, "rev-parse", "HEAD")
+    assert main(["gate", base, head, "--repo", str(repo), "--dry-run"]) == EXIT_UNDECIDED
+    assert "not measured, not declared: fp32/naive_8: in base's catalogue and gone from head's" in \
+        capsys.readouterr().err
+
+
+def test_an_unexpected_failure_exits_2_never_1(monkeypatch, capsys):
+    from sgemm import cli
+    from sgemm.judging import command
+
+    def explode(request, dry_run=False):
+        raise KeyError("something nobody expected")
+
+    monkeypatch.setattr(command, "gate", explode)
+    assert cli.main(["gate", "HEAD~1", "HEAD", "--dry-run"]) == EXIT_UNDECIDED
+    assert "sgemm gate: failed: KeyError" in capsys.readouterr().err
+
+
+def test_the_report_is_written_and_appended_to_the_job_summary(tmp_path, monkeypatch):
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    publish_report("## GEMM gate: PASS", tmp_path / "gate.md")
+    assert (tmp_path / "gate.md").read_text() == "## GEMM gate: PASS"
+    assert summary.read_text() == "earlier step\n## GEMM gate: PASS\n"
