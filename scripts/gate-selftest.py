@@ -7,8 +7,8 @@ each on top of HEAD:
   SLOW_G  the TMA-store epilogue of kernels/wgmma_specialized.cu spins SPIN_G SM cycles per tile: the Hopper
           ladder's last step (fp16/ and bf16/wgmma_grouped_tma_store) about 0.5% slower at 8192; steps c to f of the
           same file do not take that branch, and compile to the programs they were.
-  SLOW_S  kernels/fp32_naive.cu's 32 x 32 instantiation spins SPIN_S SM cycles once its block has written C:
-          fp32/naive about 0.5% slower at 4096, the file's four other kernels unchanged programs.
+  SLOW_S  kernels/fp32_naive.cu's 32 x 32 instantiation spins SPIN_S SM cycles before its K loop: fp32/naive about
+          0.4% slower at 4096, the file's four other kernels unchanged programs.
   TILE    kernels/fp32_vectorized.cu writes a thread's column groups of C out in the other order: for each of its
           seven kernels a new program. On an H100 at 4096 three of them run at the same speed and four faster (by up
           to 6%: the compiler schedules the epilogue differently).
@@ -40,9 +40,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # Cycles of spin per tile in the TMA-store epilogue: ~140k cycles a tile of 128 x 256 x 8192 at the power cap's clock.
 SPIN_G = 800
-# Cycles of spin at the end of each 32 x 32 block of fp32/naive: 16,384 blocks at 4096, two an SM at once, so about
-# 62 waves of K cycles each add 0.13 ms to 23.3 ms. (Spins in the element-by-element path of fp32_vectorized.cu moved
-# its time by -3.4% and +3.5% whatever their length: they changed how the compiler scheduled the whole kernel.)
+# Cycles of spin before the K loop of each 32 x 32 block of fp32/naive: K of them made it 0.43% slower at 4096 on an
+# H100. The same spin after the stores made it 0.65% faster at 4096 (and slower at 1024 and 2048), and spins in the
+# element-by-element path of fp32_vectorized.cu moved its time by -3.4% and +3.5% whatever their length: where code
+# is added can change how the compiler schedules, and the hardware runs, the whole kernel.
 SPIN_S = "K"
 EDITS = {
     "SLOW_G": ("kernels/wgmma_specialized.cu",
@@ -52,11 +53,11 @@ EDITS = {
                "                    while (clock64() < until) {\n                    }\n                }\n"
                "                float* buffers = "),
     "SLOW_S": ("kernels/fp32_naive.cu",
-               "        if (col < N) store_epilogue(&C[row * ldc + col], acc[j], alpha, beta);\n    }\n}\n",
-               "        if (col < N) store_epilogue(&C[row * ldc + col], acc[j], alpha, beta);\n    }\n"
-               "    if constexpr (BLOCK_X == 32) {  // self-test: an injected slowdown, once C is written\n"
+               "    float acc[COLS] = {};\n",
+               "    float acc[COLS] = {};\n"
+               "    if constexpr (BLOCK_X == 32) {  // self-test: an injected slowdown, before the K loop\n"
                f"        const long long until = clock64() + {SPIN_S};\n"
-               "        while (clock64() < until) {\n        }\n    }\n}\n"),
+               "        while (clock64() < until) {\n        }\n    }\n"),
     "TILE": ("kernels/fp32_vectorized.cu",
              "        for (int g = 0; g < GROUPS; ++g) {\n            const int col = block_col",
              "        for (int g = GROUPS - 1; g >= 0; --g) {\n            const int col = block_col"),
