@@ -1,19 +1,30 @@
 #!/usr/bin/env python3
-"""A history that shows the step: a demo branch of ten commits, one of which slows one kernel by about 3%, benchmarked
+"""A history that shows the step: a demo branch of ten commits, one of which slows one kernel by a little, benchmarked
 commit by commit with asv on a GPU box, published with `sgemm publish`, and checked: asv's Regressions page must list
-that kernel at that commit and nothing else.
+that kernel (and its precision twin, where they share the code) at that commit and nothing else.
+
+Two scenarios (--scenario):
+  warptile  the sixth commit makes every block of fp32/warptile spin for SM cycles proportional to K before it starts
+            (about --percent 3% longer); judged on its time (track_time) at 4096, beside fp32/cublas and fp32/float4.
+  hopper    the sixth commit makes the TMA-store epilogue of kernels/wgmma_specialized.cu spin for SM cycles each
+            tile (about --percent 1% longer at 8192), which fp16/ and bf16/wgmma_grouped_tma_store share; judged on
+            their time over the reference build (track_time_over_reference: the kernel as the branch's base has it
+            and as the commit has it, timed paired in one process), since at 8192 the card runs at its power cap and
+            its clock moves the raw time by several percent between processes. Beside them fp16/wgmma_cluster (the
+            same file, an unchanged program) and fp16/cublas. The first commit names the branch's base as the
+            catalogue's [suite] reference.
+In either, the other nine commits change documentation only, and what the kernel computes is unchanged.
 
 Two steps, because the GPU box has no browser and the browser box has no GPU:
 
-  scripts/history-demo.py run OUT [--percent 3] [--size 4096]                                  (on a GPU box)
-      In a scratch clone of HEAD, ten commits on a branch `main`: the sixth makes every block of fp32/warptile spin
-      for a number of SM cycles proportional to K before it starts (about 3% longer; it still computes what it did,
-      and its file holds no other kernel); the other nine change documentation only. Then, for each commit in
-      turn, `git checkout` and `asv run --python=same --set-commit-hash` over fp32/cublas, fp32/float4 and
-      fp32/warptile at 4096 (track_time and track_sm_clock, every NVBench sample recorded): the checkout's package
-      is what runs. Writes OUT/history-demo.tar.gz (the asv results, the demo branch as a git bundle, and what was
-      run) and OUT/asv.log; prints each case's time per commit, then the check below on a plain `asv publish`.
-      Expect about 3 minutes on an H100. Needs asv and cuda-bench importable, as for `asv run --python=same`.
+  scripts/history-demo.py run OUT [--scenario warptile|hopper] [--percent P] [--size N]          (on a GPU box)
+      In a scratch clone of HEAD, the ten commits on a branch `main`. Then, for each commit in turn, `git checkout`
+      and `asv run --python=same --set-commit-hash` over the scenario's cases (its tracks, every sample recorded):
+      the checkout's package is what runs, every case of a commit measured in one process (SGEMM_RUN_CASES) and,
+      for hopper, against the base's tree (SGEMM_REFERENCE_TREE). Writes OUT/history-demo.tar.gz (the asv
+      results, the demo branch as a git bundle, and what was run) and OUT/asv.log; prints each case's figure per
+      commit, then the check below on a plain `asv publish`. Needs asv and cuda-bench importable, as for
+      `asv run --python=same`.
   scripts/history-demo.py publish ARCHIVE [--docs docs/history] [--npm-cache DIR]          (anywhere, no GPU)
       `sgemm publish` of the archive's results against its demo branch, the check, then headless-Chromium
       screenshots of the Regressions page and of the slowed kernel's history graph, and a README with the figures,
@@ -21,10 +32,11 @@ Two steps, because the GPU box has no browser and the browser box has no GPU:
   scripts/history-demo.py synthetic OUT                                                         (no GPU)
       The archive `run` would write, from made-up figures (a 3% step at the sixth commit), to try `publish` with.
 
-The check: regressions.json lists exactly one regression, the slowed kernel's track_time, at the slowing commit alone
-(not a range of commits). asv lists a step only when it exceeds `regressions_thresholds` (default 5%), so the demo
-publishes with 2% for every time (--threshold) and with regression detection off for the tracks that follow the GPU's
-state (a higher SM clock is no regression): both set in the scratch clone's asv.conf.json, never in this repository's.
+The check: regressions.json lists exactly the slowed kernels' judged track, at the slowing commit alone (not a range
+of commits). asv lists a step only when it exceeds `regressions_thresholds` (default 5%), so the demo publishes with
+--threshold (2% for warptile's time, 0.5% for hopper's paired ratio) on the judged track and with regression
+detection off for every other track (a higher SM clock, or a clock-driven time at the power cap, is no regression of
+the code): both set in the scratch clone's asv.conf.json, never in this repository's.
 
 Exit status: 0 the check passed; 1 it failed, or a benchmark or the site failed; 2 the demo could not start (no GPU,
 no asv, a kernel file this script does not know how to edit, a malformed archive).
@@ -55,18 +67,55 @@ from sgemm import asvsuite  # noqa: E402
 
 COMMITS = 10
 SLOW_AT = 6  # the slowing commit's place on the branch, counted from 1: five commits before it, four after
-SLOWED = "fp32/warptile"  # its source file holds this kernel alone, so the edit slows nothing else
-SLOWED_SOURCE = "kernels/fp32_warptile.cu"
-CONTROLS = ("fp32/cublas", "fp32/float4")  # unchanged on the branch: their histories must stay flat
-METHODS = (asvsuite.TIME, asvsuite.SM_CLOCK)
 ARCHIVE = "history-demo.tar.gz"
 BUNDLE, METADATA, RESULTS = "demo.bundle", "demo.json", "results"
-# Regression settings of the published demo: a 3% step is below asv's default threshold of 5%. Steps of the rate
-# and GPU-state tracks are not regressions of the code (asv counts every rise as one: a faster clock would be listed).
-NOT_JUDGED = rf".*\.({'|'.join(t for t in asvsuite.TRACKS if t not in (asvsuite.TIME, asvsuite.ROUND_TIME))})\("
 COMMITTER = {"GIT_AUTHOR_NAME": "history demo", "GIT_AUTHOR_EMAIL": "history-demo@localhost",
              "GIT_COMMITTER_NAME": "history demo", "GIT_COMMITTER_EMAIL": "history-demo@localhost"}
 SCREEN = {"width": 1280, "height": 800, "wait_ms": 15000}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What the sixth commit slows, how, and on which track the Regressions page must show it."""
+
+    name: str
+    slowed: tuple[str, ...]  # the kernels the edit changes: one, or precision twins sharing the code
+    source: str  # the file it edits
+    controls: tuple[str, ...]  # unchanged on the branch: their judged figure must stay flat
+    judged: str  # the track the check reads
+    size: int  # default square size
+    percent: float  # default slowdown
+    threshold: float  # default regressions_thresholds of the judged track
+    paired: bool  # the first commit names the branch's base as [suite] reference, and the runs time against it
+    # Made-up levels for `synthetic`: the judged figure of each case, and its noise from one commit to the next
+    synthetic_levels: tuple[tuple[str, float], ...]
+    synthetic_noise: float
+
+    @property
+    def cases(self) -> tuple[str, ...]:
+        return (*self.controls, *self.slowed)
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.judged, asvsuite.TIME, asvsuite.SM_CLOCK)))
+
+    @property
+    def not_judged(self) -> str:
+        """regressions_first_commits' key that turns detection off for every other track: a faster clock is no
+        regression, and at the power cap neither is a time the clock moved."""
+        return rf".*\.({'|'.join(t for t in asvsuite.TRACKS if t != self.judged)})\("
+
+
+SCENARIOS = {
+    "warptile": Scenario("warptile", ("fp32/warptile",), "kernels/fp32_warptile.cu", ("fp32/cublas", "fp32/float4"),
+                         asvsuite.TIME, 4096, 3.0, 0.02, False,
+                         (("fp32/cublas", 2.66e-3), ("fp32/float4", 3.91e-3), ("fp32/warptile", 5.05e-3)), 0.001),
+    "hopper": Scenario("hopper", ("fp16/wgmma_grouped_tma_store", "bf16/wgmma_grouped_tma_store"),
+                       "kernels/wgmma_specialized.cu", ("fp16/cublas", "fp16/wgmma_cluster"),
+                       asvsuite.OVER_REFERENCE, 8192, 1.0, 0.005, True,
+                       (("fp16/cublas", 1.0), ("fp16/wgmma_cluster", 1.0), ("fp16/wgmma_grouped_tma_store", 1.0),
+                        ("bf16/wgmma_grouped_tma_store", 1.0)), 0.0005),
+}
 
 
 class DemoError(RuntimeError):
@@ -93,6 +142,11 @@ class Demo:
     asv_exit: list[int]
     driver: str = ""
     synthetic: bool = False
+    scenario_name: str = "warptile"
+
+    @property
+    def scenario(self) -> Scenario:
+        return SCENARIOS[self.scenario_name]
 
     @property
     def slow_commit(self) -> Commit:
@@ -100,7 +154,7 @@ class Demo:
 
     @property
     def cases(self) -> tuple[str, ...]:
-        return (*CONTROLS, SLOWED)
+        return self.scenario.cases
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=1) + "\n")
@@ -122,37 +176,63 @@ def git(repo: Path, *args: str, env: dict | None = None) -> str:
     return done.stdout.strip()
 
 
-# SM cycles of spin per unit of K, per 1% of slowdown: a block's main loop runs K / BK steps, so a spin proportional
-# to K costs the same share of its time at every size. Measured on an H100 at 4096 (scripts/gate-selftest.py): 18
-# cycles per unit of K made fp32/warptile 3.0-3.1% slower, alike in the gate and side by side in one process.
+# SM cycles of spin per unit of K, per 1% of slowdown of fp32/warptile: a block's main loop runs K / BK steps, so a
+# spin proportional to K costs the same share of its time at every size. Measured on an H100 at 4096
+# (scripts/gate-selftest.py): 18 cycles per unit of K made it 3.0-3.1% slower, alike in the gate and side by side.
 SPIN_PER_K_PER_PERCENT = 6
+# SM cycles of spin per tile in the TMA-store epilogue, per 1% of slowdown of wgmma_grouped_tma_store at 8192: 800 made
+# it 0.57% (FP16) and 0.60% (BF16) slower on an H100, paired in one process (docs/gate/).
+SPIN_PER_TILE_PER_PERCENT = 1400
 
 
-def slow_down(source: Path, percent: float) -> None:
-    """Make every block of the kernel in `source` spin on the SM's cycle counter before it starts, for a number of
-    cycles proportional to K: about `percent`% slower at every size, and what it computes is unchanged."""
-    first = "    constexpr int WARP = 32;\n"  # the kernel's first statement
+def _edit(source: Path, anchor: str, addition: str) -> None:
     text = source.read_text()
-    if text.count(first) != 1:
-        raise DemoError(f"{source} is not the kernel this demo edits: it expects one `{first.strip()}`")
-    spin = round(percent * SPIN_PER_K_PER_PERCENT)
-    wait = (f"    // History demo: spin {spin} SM cycles per unit of K before the block starts, about {percent:g}% of "
-            "its time.\n"
-            f"    for (const long long until = clock64() + {spin}LL * K; clock64() < until;) {{\n    }}\n")
-    source.write_text(text.replace(first, wait + first))
+    if text.count(anchor) != 1:
+        raise DemoError(f"{source} is not the kernel this demo edits: it expects one `{anchor.strip()}`")
+    source.write_text(text.replace(anchor, addition + anchor))
 
 
-def build_branch(clone: Path, percent: float) -> list[Commit]:
+def slow_down(scenario: Scenario, source: Path, percent: float) -> None:
+    """Make the scenario's kernels spin on the SM's cycle counter: about `percent`% slower, what they compute
+    unchanged."""
+    if scenario.name == "warptile":
+        spin = round(percent * SPIN_PER_K_PER_PERCENT)
+        _edit(source, "    constexpr int WARP = 32;\n",  # the kernel's first statement
+              f"    // History demo: spin {spin} SM cycles per unit of K before the block starts, about {percent:g}% "
+              "of its time.\n"
+              f"    for (const long long until = clock64() + {spin}LL * K; clock64() < until;) {{\n    }}\n")
+    else:
+        spin = round(percent * SPIN_PER_TILE_PER_PERCENT)
+        _edit(source, "                float* buffers = reinterpret_cast<float*>(shared + STAGES * L::kStageBytes) +",
+              f"                // History demo: spin {spin} SM cycles a tile before its TMA stores.\n"
+              f"                for (const long long until = clock64() + {spin}; clock64() < until;) {{\n"
+              "                }\n")
+
+
+def name_reference(catalogue: Path, commit: str) -> None:
+    """Make `commit` the catalogue's [suite] reference (the line is there, naming another)."""
+    text = catalogue.read_text()
+    lines = [line for line in text.splitlines() if line.startswith("reference = ")]
+    if len(lines) != 1:
+        raise DemoError(f"{catalogue} has no single `reference = ...` line in its [suite] table")
+    catalogue.write_text(text.replace(lines[0], f'reference = "{commit}"'))
+
+
+def build_branch(clone: Path, scenario: Scenario, percent: float) -> list[Commit]:
     """Clone HEAD into `clone` and commit the demo's ten changes on a branch `main` there (asv.conf.json's branch).
     Author, committer and dates are fixed (a minute apart after HEAD's), so the same HEAD gives the same hashes."""
     git(ROOT, "clone", "-q", "--no-hardlinks", str(ROOT), str(clone))
     git(clone, "checkout", "-q", "-B", "main")
     base_time = int(git(clone, "log", "-1", "--format=%ct"))
+    base = git(clone, "rev-parse", "HEAD")
     commits = []
     for number in range(1, COMMITS + 1):
         if number == SLOW_AT:
-            slow_down(clone / SLOWED_SOURCE, percent)
-            subject = f"{SLOWED}: every block spins about {percent:g}% of its time before it starts"
+            slow_down(scenario, clone / scenario.source, percent)
+            subject = f"{' and '.join(scenario.slowed)}: a spin of about {percent:g}% of the time"
+        elif number == 1 and scenario.paired:
+            name_reference(clone / "sgemm" / "catalogue.toml", base)
+            subject = f"catalogue: the history's reference is {base[:8]}, the branch's base"
         else:
             with open(clone / "README.md", "a") as readme:
                 readme.write(f"\nHistory demo: documentation change {number}.\n")
@@ -171,8 +251,8 @@ def case(name: str, size: int) -> asvsuite.SuiteCase:
     return asvsuite.SuiteCase.square(name, size)
 
 
-def bench_regex(cases: tuple[str, ...], size: int) -> str:
-    return "|".join(case(name, size).pattern(METHODS) for name in cases)
+def bench_regex(scenario: Scenario, size: int) -> str:
+    return "|".join(case(name, size).pattern(scenario.methods) for name in scenario.cases)
 
 
 def read_figures(results_dir: Path, demo: Demo) -> dict[tuple[str, str, str], float | None]:
@@ -180,36 +260,39 @@ def read_figures(results_dir: Path, demo: Demo) -> dict[tuple[str, str, str], fl
     figures: dict[tuple[str, str, str], float | None] = {}
     for commit in demo.commits:
         found = asvsuite.runs(results_dir, demo.machine, commit.hash)
-        for method, name in itertools.product(METHODS, demo.cases):
+        for method, name in itertools.product(demo.scenario.methods, demo.cases):
             value = found[-1].value(case(name, demo.size), method) if found else None
             figures[commit.hash, method, name] = None if value is None or math.isnan(value) else value
     return figures
 
 
 def history_table(results_dir: Path, demo: Demo) -> list[str]:
-    """Markdown: each commit's median time per case and the slowed kernel's SM clock, then each case's ratio of the
-    median of its times after the slowing commit to the median before it."""
+    """Markdown: each commit's judged figure per case (the median time in ms, or the median ratio to the reference
+    build) and the slowed kernel's SM clock, then each case's ratio of the median of its figures from the slowing
+    commit on to the median before it."""
     figures = read_figures(results_dir, demo)
+    judged, slowed = demo.scenario.judged, demo.scenario.slowed[0]
+    scale, digits, unit = (1e3, 4, "ms") if judged == asvsuite.TIME else (1, 5, "over the reference")
 
     def cell(value: float | None, scale: float, digits: int) -> str:
         return "none" if value is None else f"{value * scale:.{digits}f}"
 
-    lines = ["| # | commit | change | " + " | ".join(f"{name} (ms)" for name in demo.cases)
-             + f" | {SLOWED} SM clock (MHz) |", "|---" * (len(demo.cases) + 4) + "|"]
+    lines = ["| # | commit | change | " + " | ".join(f"{name} ({unit})" for name in demo.cases)
+             + f" | {slowed} SM clock (MHz) |", "|---" * (len(demo.cases) + 4) + "|"]
     for number, commit in enumerate(demo.commits, 1):
-        times = [cell(figures[commit.hash, asvsuite.TIME, name], 1e3, 4) for name in demo.cases]
-        clock = cell(figures[commit.hash, asvsuite.SM_CLOCK, SLOWED], 1, 0)
+        values = [cell(figures[commit.hash, judged, name], scale, digits) for name in demo.cases]
+        clock = cell(figures[commit.hash, asvsuite.SM_CLOCK, slowed], 1, 0)
         marker = " **←**" if commit == demo.slow_commit else ""
-        lines.append(f"| {number} | `{commit.hash[:8]}` | {commit.subject}{marker} | {' | '.join(times)} | {clock} |")
+        lines.append(f"| {number} | `{commit.hash[:8]}` | {commit.subject}{marker} | {' | '.join(values)} | {clock} |")
     ratios = []
     for name in demo.cases:
-        times = [figures[commit.hash, asvsuite.TIME, name] for commit in demo.commits]
+        times = [figures[commit.hash, judged, name] for commit in demo.commits]
         before, after = times[:SLOW_AT - 1], times[SLOW_AT - 1:]
         if None in times:
             ratios.append(f"{name} n/a")
         else:
             ratios.append(f"{name} {statistics.median(after) / statistics.median(before):.4f}")
-    return lines + ["", "Median time from the slowing commit on / median time before it: " + ", ".join(ratios) + "."]
+    return lines + ["", "Median figure from the slowing commit on / median before it: " + ", ".join(ratios) + "."]
 
 
 # --- The check ---------------------------------------------------------------------------------------------------
@@ -237,32 +320,36 @@ def listed_regressions(html_dir: Path) -> list[Listed]:
     return listed
 
 
+def expected_entries(demo: Demo) -> list[str]:
+    return sorted(case(name, demo.size).entry(demo.scenario.judged) for name in demo.scenario.slowed)
+
+
 def check(html_dir: Path, demo: Demo) -> bool:
-    """Print what the published regressions.json lists; True when it is the slowed kernel at the slowing commit
+    """Print what the published regressions.json lists; True when it is the slowed kernels at the slowing commit
     alone, and nothing else."""
-    expected = case(SLOWED, demo.size).entry(asvsuite.TIME)
+    expected = expected_entries(demo)
     subjects = {commit.hash: commit.subject for commit in demo.commits}
     listed = listed_regressions(html_dir)
-    print(f"Regressions page ({html_dir / 'regressions.json'}): {len(listed)} listed; expected {expected} at "
-          f"{demo.slow_commit.hash[:8]} ({demo.slow_commit.subject}) alone")
+    print(f"Regressions page ({html_dir / 'regressions.json'}): {len(listed)} listed; expected {', '.join(expected)}"
+          f" at {demo.slow_commit.hash[:8]} ({demo.slow_commit.subject}) alone")
     for item in listed:
         where = (f"{item.commit[:8]}" if item.range_start is None
                  else f"somewhere in {item.range_start[:8]}..{item.commit[:8]}")
         print(f"    {item.name} at {where} ({subjects.get(item.commit, 'not a demo commit')}): "
               f"{item.before:.6g} -> {item.after:.6g} ({item.after / item.before - 1:+.2%})")
-    passed = [(item.name, item.commit, item.range_start) for item in listed] == [
-        (expected, demo.slow_commit.hash, None)]
+    passed = sorted((item.name, item.commit, item.range_start) for item in listed) == [
+        (name, demo.slow_commit.hash, None) for name in expected]
     print(f"check: {'PASS' if passed else 'FAIL'}")
     return passed
 
 
-def set_regression_settings(config: Path, threshold: float) -> None:
+def set_regression_settings(config: Path, scenario: Scenario, threshold: float) -> None:
     """The demo's regression settings in the scratch clone's asv.conf.json (rewritten without its comments)."""
     from asv.util import load_json
 
     conf = load_json(str(config), js_comments=True)
     conf["regressions_thresholds"] = {".*": threshold}
-    conf["regressions_first_commits"] = {NOT_JUDGED: None}
+    conf["regressions_first_commits"] = {scenario.not_judged: None}
     config.write_text(json.dumps(conf, indent=2) + "\n")
 
 
@@ -315,7 +402,8 @@ def cmd_run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     clone = Path(tempfile.mkdtemp(prefix="history-demo-")) / "clone"
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    commits = build_branch(clone, args.percent)
+    scenario = SCENARIOS[args.scenario]
+    commits = build_branch(clone, scenario, args.percent)
     base = git(clone, "rev-parse", "--short", f"main~{COMMITS}")
     print(f"Demo branch `main` in {clone}, {COMMITS} commits on {base}:")
     for number, commit in enumerate(commits, 1):
@@ -323,7 +411,8 @@ def cmd_run(args) -> int:
 
     # asv's benchmark processes see ASV_PYTHONPATH: the checkout's package first, so that each commit's code runs.
     env = dict(os.environ, PYTHONUNBUFFERED="1",
-               ASV_PYTHONPATH=os.pathsep.join(filter(None, [str(clone), os.environ.get("ASV_PYTHONPATH")])))
+               ASV_PYTHONPATH=os.pathsep.join(filter(None, [str(clone), os.environ.get("ASV_PYTHONPATH")])),
+               **measuring_environment(clone, scenario, args.size))
     probe = in_clone(clone, "-c", PROBE, env=env)
     if probe.returncode != 0:
         reason = (probe.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -334,8 +423,9 @@ def cmd_run(args) -> int:
         raise DemoError(f"sgemm machine exited {made.returncode}: {made.stderr.strip()}")
     machine = in_clone(clone, "-c", "from sgemm.machine import detect_identity, machine_name; "
                        "print(machine_name(detect_identity()))", env=env).stdout.strip()
-    demo = Demo(commits, args.size, args.percent, machine, gpu, started, [], [], driver=driver)
-    regex = bench_regex(demo.cases, args.size)
+    demo = Demo(commits, args.size, args.percent, machine, gpu, started, [], [], driver=driver,
+                scenario_name=scenario.name)
+    regex = bench_regex(scenario, args.size)
     print(f"asv run on {gpu} (machine {machine}), each commit in turn: --bench \"{regex}\"")
     with open(out / "asv.log", "w") as log:
         for number, commit in enumerate(commits, 1):
@@ -353,13 +443,25 @@ def cmd_run(args) -> int:
     return finish(out, clone, demo, args.threshold, env)
 
 
+def measuring_environment(clone: Path, scenario: Scenario, size: int) -> dict[str, str]:
+    """Every case of a commit measured in one process; for a paired scenario, against the base's build."""
+    from sgemm.history import reference_tree
+    from sgemm.measuring.record import CASES_VARIABLE, REFERENCE_VARIABLE
+
+    env = {CASES_VARIABLE: json.dumps([[name, size, size, size] for name in scenario.cases])}
+    if scenario.paired:
+        tree = reference_tree(clone, clone.parent / "reference-trees")  # the branch's [suite] reference: its base
+        env[REFERENCE_VARIABLE] = str(tree)
+    return env
+
+
 def finish(out: Path, clone: Path, demo: Demo, threshold: float, env: dict) -> int:
     """Pack the archive, print the figures, and make the same check as `publish` on a plain `asv publish` of the
     clone: a verdict before the results leave the box."""
     archive = pack(out, clone, demo)
     print(f"{archive} ({archive.stat().st_size // 1024} KiB)\n")
     print("\n".join(history_table(clone / RESULTS, demo)) + "\n")
-    set_regression_settings(clone / "asv.conf.json", threshold)  # after packing: the bundle holds commits only
+    set_regression_settings(clone / "asv.conf.json", demo.scenario, threshold)  # after packing: commits only
     published = in_clone(clone, "-m", "asv", "publish", env=env)
     if published.returncode != 0:
         print(f"asv publish exited {published.returncode}:\n{(published.stdout + published.stderr)[-2000:]}")
@@ -375,9 +477,9 @@ def finish(out: Path, clone: Path, demo: Demo, threshold: float, env: dict) -> i
 SYNTHETIC_MACHINE = {"machine": "nvidia-h100-80gb-hbm3", "arch": "x86_64", "cpu": "synthetic", "num_cpu": "16",
                      "os": "Linux", "ram": "134217728000", "gpu": "NVIDIA H100 80GB HBM3", "gpu_memory": "80 GiB",
                      "compute_capability": "9.0"}
-# Made-up medians (seconds) near what an H100 measures at 4096, and the noise: 0.1% within a run and between runs
-# (an H100 moved a median by 0.05% between two runs of one commit in half its cases, by 0.5% at most in 95%).
-SYNTHETIC_TIMES = {"fp32/cublas": 2.66e-3, "fp32/float4": 3.91e-3, "fp32/warptile": 5.05e-3}
+# Samples a made-up figure has in one run (the judged figure's level and its noise between commits are the
+# scenario's: an H100 moved a median time at 4096 by 0.05% between two runs of one commit in half its cases, and a
+# paired ratio to the reference by about 0.05% between processes).
 SYNTHETIC_SAMPLES = 200
 
 
@@ -387,19 +489,23 @@ def cmd_synthetic(args) -> int:
     from asv.results import Results, iter_results_for_machine_and_hash
     from asv.runner import BenchmarkResult
 
+    from sgemm.catalogue import get_kernel
+
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="history-demo-synthetic-"))
     clone, home = scratch / "clone", scratch / "home"
     home.mkdir()
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    commits = build_branch(clone, args.percent)
+    scenario = SCENARIOS[args.scenario]
+    commits = build_branch(clone, scenario, args.percent)
     machine = SYNTHETIC_MACHINE["machine"]
     # A HOME of its own: the made-up GPU's machine entry stays out of this user's ~/.asv-machine.json.
     (home / ".asv-machine.json").write_text(json.dumps({"version": 1, machine: SYNTHETIC_MACHINE}))
     env = dict(os.environ, HOME=str(home), ASV_PYTHONPATH=str(clone))
-    demo = Demo(commits, args.size, args.percent, machine, SYNTHETIC_MACHINE["gpu"], started, [], [], synthetic=True)
-    subprocess.run(asv_run(commits[0], machine, bench_regex(demo.cases, args.size)), cwd=clone, env=env,
+    demo = Demo(commits, args.size, args.percent, machine, SYNTHETIC_MACHINE["gpu"], started, [], [], synthetic=True,
+                scenario_name=scenario.name)
+    subprocess.run(asv_run(commits[0], machine, bench_regex(scenario, args.size)), cwd=clone, env=env,
                    capture_output=True)
     results_dir = clone / RESULTS
     if not (results_dir / "benchmarks.json").is_file():
@@ -407,18 +513,24 @@ def cmd_synthetic(args) -> int:
     benchmarks = json.loads((results_dir / "benchmarks.json").read_text())
     template = next(iter_results_for_machine_and_hash(str(results_dir), machine, commits[0].hash))
     rng = random.Random(SLOW_AT)
+    levels = dict(scenario.synthetic_levels)
     for number, commit in enumerate(commits, 1):
         date = int(git(clone, "log", "-1", "--format=%at", commit.hash)) * 1000  # as asv dates a commit
         run = Results(template.params, {}, commit.hash, date, template.params["python"], template.env_name,
                       template.env_vars)
-        for method in METHODS:
-            benchmark = benchmarks[case(SLOWED, args.size).name(method)]
+        for method in scenario.methods:
+            benchmark = benchmarks[case(scenario.slowed[0], args.size).name(method)]
             combos = list(itertools.product(*benchmark["params"]))
             values, samples, numbers = [math.nan] * len(combos), [None] * len(combos), [None] * len(combos)
             for name in demo.cases:
-                if method == asvsuite.TIME:
-                    step = 1 + args.percent / 100 if name == SLOWED and number >= SLOW_AT else 1
-                    level, spread = SYNTHETIC_TIMES[name] * step * rng.gauss(1, 0.001), 0.001
+                if method == asvsuite.OVER_REFERENCE and get_kernel(name).library:
+                    continue  # the same library on both sides: the suite records no such figure
+                if method == scenario.judged:
+                    step = 1 + args.percent / 100 if name in scenario.slowed and number >= SLOW_AT else 1
+                    noise = scenario.synthetic_noise
+                    level, spread = levels[name] * step * rng.gauss(1, noise), noise
+                elif method == asvsuite.TIME:  # at the power cap: several percent between processes
+                    level, spread = 1.7e-3 * rng.gauss(1, 0.03), 0.01
                 else:
                     level, spread = 1980.0, 0.0005
                 j = combos.index(case(name, args.size).asv_params)
@@ -429,8 +541,8 @@ def cmd_synthetic(args) -> int:
         run.save(str(results_dir))
         demo.asv_seconds.append(0.0)
         demo.asv_exit.append(0)
-    print(f"Made-up figures for {COMMITS} commits, a {args.percent:g}% step in {SLOWED} at commit {SLOW_AT} "
-          f"({demo.slow_commit.hash[:8]})")
+    print(f"Made-up figures for {COMMITS} commits, a {args.percent:g}% step in {', '.join(scenario.slowed)} at "
+          f"commit {SLOW_AT} ({demo.slow_commit.hash[:8]})")
     return finish(out, clone, demo, args.threshold, env)
 
 
@@ -438,10 +550,10 @@ def cmd_synthetic(args) -> int:
 
 
 def history_fragment(index: dict, demo: Demo) -> str:
-    """The site's address of the slowed kernel's time graph, its step marked as the Regressions page links it, with
-    the y axis zoomed onto the data (asv starts a time axis at zero, where a 3% step is hard to see)."""
-    slowed = case(SLOWED, demo.size)
-    names = index["benchmarks"][slowed.name(asvsuite.TIME)]["param_names"]
+    """The site's address of the slowed kernel's judged graph, its step marked as the Regressions page links it, with
+    the y axis zoomed onto the data (asv starts a time axis at zero, where a step of a few percent is hard to see)."""
+    slowed, judged = case(demo.scenario.slowed[0], demo.size), demo.scenario.judged
+    names = index["benchmarks"][slowed.name(judged)]["param_names"]
     params = [(f"p-{name}", value) for name, value in zip(names, slowed.asv_params)]
     params += [("commits", demo.slow_commit.hash[:index.get("hash_length", 8)]), ("y-axis-scale", "zoom"),
                ("x-axis-scale", "even")]
@@ -449,7 +561,7 @@ def history_fragment(index: dict, demo: Demo) -> str:
     def quote(text: str) -> str:  # as JavaScript's encodeURIComponent, which asv's pages use
         return urllib.parse.quote(text, safe="-_.!~*'()")
 
-    return f"#{slowed.name(asvsuite.TIME)}?" + "&".join(f"{quote(key)}={quote(value)}" for key, value in params)
+    return f"#{slowed.name(judged)}?" + "&".join(f"{quote(key)}={quote(value)}" for key, value in params)
 
 
 def screenshots(site: Path, demo: Demo, folder: Path) -> tuple[tuple[Path, Path], str]:
@@ -475,39 +587,46 @@ def write_readme(folder: Path, demo: Demo, results_dir: Path, threshold: float, 
     if demo.synthetic:
         lines += ["**Made-up figures** (`scripts/history-demo.py synthetic`): a trial of the publish step, not a "
                   "measurement.", ""]
+    scenario = demo.scenario
+    slowed = " and ".join(f"`{name}`" for name in scenario.slowed)
+    judged = ("its time (`Gemm.track_time`)" if scenario.judged == asvsuite.TIME else
+              "its time over the reference build (`Gemm.track_time_over_reference`: the kernel as the branch's base "
+              "has it and as the commit has it, timed paired in one process)")
     lines += [
         f"A demo branch of {COMMITS} commits, benchmarked commit by commit with asv on one GPU and published with "
-        f"`sgemm publish`. Commit {SLOW_AT} (`{slow.hash[:8]}`) makes every block of `{SLOWED}` spin on the SM's "
-        f"cycle counter before it starts, for a number of cycles proportional to K (about {demo.percent:g}% of its "
-        "time; what it computes is unchanged); the other commits change documentation only. "
-        + (f"asv's Regressions page lists `{SLOWED}` at that commit and nothing else." if passed else
-           f"**The check failed**: asv's Regressions page does not list `{SLOWED}` at that commit alone."),
+        f"`sgemm publish`. Commit {SLOW_AT} (`{slow.hash[:8]}`) makes {slowed} spin on the SM's cycle counter "
+        f"(`{scenario.source}`, about {demo.percent:g}% of the time; what it computes is unchanged); the others "
+        "change documentation only" + (", the first also naming the branch's base as the catalogue's `[suite] "
+                                      "reference`" if scenario.paired else "") + f". Judged on {judged}. "
+        + (f"asv's Regressions page lists {slowed} at that commit and nothing else." if passed else
+           f"**The check failed**: asv's Regressions page does not list {slowed} at that commit alone."),
         "",
         "- `regressions.png`: the Regressions page of the published site.",
-        f"- `history.png`: the history of `Gemm.track_time` for `{SLOWED}` at {demo.size}³, the commit marked "
-        "(y axis zoomed onto the data).",
+        f"- `history.png`: the history of `Gemm.{scenario.judged}` for `{scenario.slowed[0]}` at {demo.size}³, the "
+        "commit marked (y axis zoomed onto the data).",
         "",
         f"GPU: {machine.get('gpu', demo.gpu)} ({machine.get('gpu_memory', '?')})"
         + (f", driver {demo.driver}" if demo.driver else "") + f", asv machine `{demo.machine}`, "
         f"{demo.started[:10]}" + ("" if demo.synthetic else
                                   f"; asv ran {sum(demo.asv_seconds):.0f} s over the {COMMITS} commits") + ". Cases: "
-        f"{', '.join(demo.cases)} at {demo.size}³ (track_time and track_sm_clock, every NVBench sample recorded). "
-        "Times are asv's medians of the samples. The demo branch is not in this repository's history: it lives in "
+        f"{', '.join(demo.cases)} at {demo.size}³ ({', '.join(scenario.methods)}, every sample recorded). "
+        "Figures are asv's medians of the samples. The demo branch is not in this repository's history: it lives in "
         "the archive `run` wrote (a git bundle beside the results).",
         "",
         *history_table(results_dir, demo),
         "",
         "How it was made:",
         "",
-        f"1. On the GPU box: `scripts/history-demo.py run OUT --percent {demo.percent:g} --size {demo.size}` (for each "
-        "commit of the demo branch in a scratch clone: `git checkout` and `asv run --python=same --set-commit-hash "
-        "<commit> --record-samples --bench ...`).",
+        f"1. On the GPU box: `scripts/history-demo.py run OUT --scenario {scenario.name} --percent {demo.percent:g} "
+        f"--size {demo.size}` (for each commit of the demo branch in a scratch clone: `git checkout` and `asv run "
+        "--python=same --set-commit-hash <commit> --record-samples --bench ...`).",
         f"2. Anywhere: `scripts/history-demo.py publish OUT/{ARCHIVE}` (`sgemm publish` of those results, then "
         "`scripts/site_screenshot.py`'s headless Chromium with every host but the loopback cut off).",
         "",
         f"asv lists only steps larger than `regressions_thresholds` (default 5%); the demo's site used "
-        f"`{{\".*\": {threshold:g}}}`, and `regressions_first_commits` `{{\"{NOT_JUDGED}\": null}}` so that the "
-        "tracks of rate and GPU state (a faster SM clock reads as a rise) are not judged.",
+        f"`{{\".*\": {threshold:g}}}`, and `regressions_first_commits` `{{\"{scenario.not_judged}\": null}}` so that "
+        "no other track is judged (a faster SM clock reads as a rise, and at the power cap the raw time moves with "
+        "the clock).",
     ]
     path = folder / "README.md"
     path.write_text("\n".join(lines) + "\n")
@@ -532,7 +651,8 @@ def cmd_publish(args) -> int:
     git(scratch, "clone", "-q", "-b", "main", str(scratch / BUNDLE), str(clone))
     if git(clone, "rev-parse", "HEAD") != demo.commits[-1].hash:
         raise DemoError(f"the archive's branch does not end at its last demo commit {demo.commits[-1].hash}")
-    set_regression_settings(clone / "asv.conf.json", args.threshold)
+    threshold = demo.scenario.threshold if args.threshold is None else args.threshold
+    set_regression_settings(clone / "asv.conf.json", demo.scenario, threshold)
     command = [sys.executable, "-m", "sgemm", "publish", "--results", str(results_dir), "--html", str(site),
                "--repo", str(clone)] + (["--npm-cache", str(args.npm_cache.resolve())] if args.npm_cache else [])
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
@@ -542,15 +662,16 @@ def cmd_publish(args) -> int:
         return 1
     print("\n".join(history_table(results_dir, demo)) + "\n")
     passed = check(site, demo)
-    folder = args.docs.resolve() if passed else scratch / "history"
+    docs = args.docs or ROOT / "docs" / "history" / ("" if demo.scenario.name == "warptile" else demo.scenario.name)
+    folder = docs.resolve() if passed else scratch / "history"
     folder.mkdir(parents=True, exist_ok=True)
     if not passed:
-        print(f"history-demo: the check failed: the screenshots go to {folder}, not to {args.docs}")
+        print(f"history-demo: the check failed: the screenshots go to {folder}, not to {docs}")
     shots, dom = screenshots(site, demo, folder)
-    if passed and case(SLOWED, demo.size).entry(asvsuite.TIME) not in dom:
+    if passed and not all(entry in dom for entry in expected_entries(demo)):
         print(f"check: FAIL: the Regressions page, rendered, does not show it (see {shots[0]})")
         passed = False
-    readme = write_readme(folder, demo, results_dir, args.threshold, passed)
+    readme = write_readme(folder, demo, results_dir, threshold, passed)
     print(f"site: {site}\nwritten: {', '.join(str(path) for path in (*shots, readme))}")
     return 0 if passed else 1
 
@@ -567,17 +688,25 @@ def main(argv: list[str] | None = None) -> int:
     synthetic = sub.add_parser("synthetic", help="no GPU: the same archive, from made-up figures")
     synthetic.add_argument("out", type=Path, help=f"where {ARCHIVE} goes")
     for each in (run, synthetic):
-        each.add_argument("--percent", type=float, default=3.0, help=f"how much slower {SLOWED} gets (default 3)")
-        each.add_argument("--size", type=int, default=4096, help="the square size of every case (default 4096)")
+        each.add_argument("--scenario", choices=sorted(SCENARIOS), default="warptile",
+                          help="what the sixth commit slows (default warptile)")
+        each.add_argument("--percent", type=float, help="how much slower it gets (default: 3 warptile, 1 hopper)")
+        each.add_argument("--size", type=int, help="the square size of every case (default: 4096 warptile, "
+                          "8192 hopper)")
     publish = sub.add_parser("publish", help="anywhere: publish an archive, check it, take the screenshots")
     publish.add_argument("archive", type=Path, help=f"{ARCHIVE} from `run` (or the folder holding it)")
-    publish.add_argument("--docs", type=Path, default=ROOT / "docs" / "history",
-                         help="where the screenshots and README go when the check passes (default docs/history)")
+    publish.add_argument("--docs", type=Path, help="where the screenshots and README go when the check passes "
+                         "(default docs/history, or docs/history/hopper for that scenario)")
     publish.add_argument("--npm-cache", type=Path, help="the site's npm tarballs, where the registry is out of reach")
     for each in (run, synthetic, publish):
-        each.add_argument("--threshold", type=float, default=0.02,
-                          help="asv's regressions_thresholds for every time (default 0.02)")
+        each.add_argument("--threshold", type=float, help="asv's regressions_thresholds for the judged track "
+                          "(default: 0.02 warptile's time, 0.005 hopper's ratio)")
     args = parser.parse_args(argv)
+    if args.command in ("run", "synthetic"):
+        scenario = SCENARIOS[args.scenario]
+        args.percent = scenario.percent if args.percent is None else args.percent
+        args.size = scenario.size if args.size is None else args.size
+        args.threshold = scenario.threshold if args.threshold is None else args.threshold
     try:
         return COMMANDS[args.command](args)
     except DemoError as exc:
