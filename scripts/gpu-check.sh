@@ -18,6 +18,15 @@ step python3 -m pytest -q -m gpu tests 2>&1 | tee "$out/pytest-gpu.txt" || statu
 if python3 -c 'import asv' 2>/dev/null; then
     machine=$(python3 -c 'from sgemm.machine import detect_identity, machine_name; print(machine_name(detect_identity()))')
     step python3 -m sgemm machine || status=1
+    if [ -z "${ASV_BENCH:-}" ]; then
+        # As `sgemm history` runs it: every case of the suite measured in one process, and each also against its
+        # build at the catalogue's [suite] reference.
+        export SGEMM_RUN_CASES SGEMM_REFERENCE_TREE
+        SGEMM_RUN_CASES=$(python3 -c 'import json, pathlib, sgemm.history as h
+print(json.dumps([[c.kernel, *c.shape] for c in h.suite_cases(pathlib.Path("."))]))')
+        SGEMM_REFERENCE_TREE=$(python3 -c 'import pathlib, sgemm.history as h
+print(h.reference_tree(pathlib.Path("."), pathlib.Path(".asv/history")) or "")')
+    fi
     SECONDS=0
     step python3 -m asv run --python=same --set-commit-hash "$(git rev-parse HEAD)" --machine "$machine" \
         --record-samples --show-stderr ${ASV_BENCH:+--bench "$ASV_BENCH"} 2>&1 | tail -n 60 | tee "$out/asv.txt" \
