@@ -131,9 +131,8 @@ def _run_paired(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Pat
         before, after = session.builds(pair.label)
         if before is None or after is None:
             result.not_compared[pair.label] = "new at head" if before is None else "gone at head"
-        elif before.shape_problem(*pair.base.shape) or after.shape_problem(*pair.head.shape):
-            result.not_compared[pair.label] = (before.shape_problem(*pair.base.shape)
-                                               or after.shape_problem(*pair.head.shape))
+        elif refused := before.shape_problem(*pair.base.shape) or after.shape_problem(*pair.head.shape):
+            result.not_compared[pair.label] = refused
         else:
             to_time.append(pair.label)
     if not settings.time_unchanged:
