@@ -197,7 +197,13 @@ def cmd_bench(args) -> int:
         print(f"[{index + 1}/{len(runnable)}] {case.id}  ({time.monotonic() - started:.0f} s)", file=sys.stderr)
 
     results = run_cases(runnable, args.device, progress)
-    versus = _versus_baseline(runnable, results, args.device) if args.versus_baseline else {}
+    versus = {}
+    if args.versus_baseline:
+        from .measuring.ab import versus_baselines
+
+        versus = versus_baselines([(case.id, case.kernel, case.m, case.n, case.k) for case in runnable
+                                   if not isinstance(results[case.id], BaseException)], args.device,
+                                  lambda line: print(line, file=sys.stderr))
     rows, failed = [], 0
     for case in runnable:
         result = results[case.id]
@@ -233,31 +239,6 @@ def cmd_bench(args) -> int:
                        | ({"versus_baseline": vars(versus[case_id])} if case_id in versus else {})
                        for case_id, r in results.items()}, out, indent=1)
     return 1 if failed else 0
-
-
-def _versus_baseline(cases: list[Case], results: dict, device: int) -> dict:
-    """Each compiled kernel that measured, paired with its precision's baseline in this process."""
-    import cupy
-
-    from .measuring.ab import BuildFailed, versus_baseline
-    from .measuring.telemetry import CardReadings, TelemetryUnavailable, nvml_handle
-
-    try:
-        readings = CardReadings(nvml_handle(device))
-    except TelemetryUnavailable:
-        readings = None
-    found = {}
-    for index, case in enumerate(cases, 1):
-        if case.kernel.library or isinstance(results[case.id], BaseException):
-            continue
-        print(f"[{index}/{len(cases)}] {case.id} paired with its baseline", file=sys.stderr)
-        try:
-            with cupy.cuda.Device(device):
-                found[case.id] = versus_baseline(case.kernel, catalogue.baseline(case.kernel.precision), case.m,
-                                                 case.n, case.k, readings)
-        except BuildFailed as exc:
-            print(f"sgemm bench: {case.id}: {exc}", file=sys.stderr)
-    return found
 
 
 def _versus_texts(paired) -> list[str]:
@@ -430,47 +411,24 @@ def cmd_history(args) -> int:
 
 
 def cmd_noise(args) -> int:
-    from .judging.noise import default_path, learn, learn_paired, write
+    from .judging.noise import NoiseFileError, default_path, learn_from, write
 
-    noise, runs, paired, gates = {}, 0, {}, 0
-    if args.results:
-        results = Path(args.results)
-        if not (results / args.machine).is_dir():
-            print(f"sgemm noise: {results} has no results of machine {args.machine!r}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        try:
-            noise, runs = learn(results, args.machine)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            print(f"sgemm noise: cannot read the asv results of {args.machine!r} in {results}: {exc}",
-                  file=sys.stderr)
-            return EXIT_BAD_INPUT
-    if args.rounds:
-        if missing := [folder for folder in args.rounds if not Path(folder).is_dir()]:
-            print(f"sgemm noise: --rounds {missing[0]}: no such folder", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        try:
-            paired, gates = learn_paired([Path(folder) for folder in args.rounds])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            print(f"sgemm noise: cannot read the paired rounds in {', '.join(args.rounds)}: {exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-    if not args.results and not args.rounds:
-        print("sgemm noise: give asv results (--results) or paired gates' work folders (--rounds), or both",
-              file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if not noise and not paired:
-        print("sgemm noise: no case was measured in two rounds or more of one run (asv run --record-samples with the "
-              "round tracks, or a paired gate)", file=sys.stderr)
-        return EXIT_BAD_INPUT
     out = Path(args.out) if args.out else default_path(Path(args.repo), args.machine)
     try:
-        write(out, args.machine, noise, runs, paired, gates)
+        learned = learn_from(Path(args.results) if args.results else None, args.machine,
+                             [Path(folder) for folder in args.rounds or []])
+        write(out, args.machine, learned.unpaired, learned.runs, learned.paired, learned.gates)
+    except NoiseFileError as exc:
+        print(f"sgemm noise: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except OSError as exc:
         print(f"sgemm noise: cannot write {out}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    for what, learned, count, unit in (("unpaired", noise, runs, "runs"), ("paired", paired, gates, "gates")):
-        if learned:
-            sds = sorted(n.sd for n in learned.values())
-            print(f"wrote {out}: {what}, {len(learned)} cases from {count} {unit}; round-to-round sd median "
+    for what, noise, count, unit in (("unpaired", learned.unpaired, learned.runs, "runs"),
+                                     ("paired", learned.paired, learned.gates, "gates")):
+        if noise:
+            sds = sorted(n.sd for n in noise.values())
+            print(f"wrote {out}: {what}, {len(noise)} cases from {count} {unit}; round-to-round sd median "
                   f"{sds[len(sds) // 2]:.3%}, largest {sds[-1]:.3%}")
     return EXIT_OK
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import asvsuite
@@ -75,6 +76,43 @@ def learn_paired(work_dirs: list[Path]) -> tuple[dict[str, Noise], int]:
             squares[label] = squares.get(label, 0.0) + sum((x - mean) ** 2 for x in values)
             dfs[label] = dfs.get(label, 0) + len(values) - 1
     return {label: Noise(math.sqrt(squares[label] / dfs[label]), dfs[label]) for label in squares}, gates
+
+
+@dataclass
+class Learned:
+    """What `sgemm noise` learned: each case's unpaired and paired noise, and from how many runs and gates."""
+
+    unpaired: dict[str, Noise]
+    runs: int
+    paired: dict[str, Noise]
+    gates: int
+
+
+def learn_from(results_dir: Path | None, machine: str, gate_work_dirs: list[Path]) -> Learned:
+    """The unpaired noise of a machine's asv results and the paired noise of gates' work folders, either or both;
+    NoiseFileError saying what is missing or unreadable."""
+    if results_dir is None and not gate_work_dirs:
+        raise NoiseFileError("give asv results (--results) or paired gates' work folders (--rounds), or both")
+    unpaired, runs, paired, gates = {}, 0, {}, 0
+    if results_dir is not None:
+        if not (results_dir / machine).is_dir():
+            raise NoiseFileError(f"{results_dir} has no results of machine {machine!r}")
+        try:
+            unpaired, runs = learn(results_dir, machine)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise NoiseFileError(f"cannot read the asv results of {machine!r} in {results_dir}: {exc}") from exc
+    if missing := [folder for folder in gate_work_dirs if not folder.is_dir()]:
+        raise NoiseFileError(f"--rounds {missing[0]}: no such folder")
+    if gate_work_dirs:
+        try:
+            paired, gates = learn_paired(gate_work_dirs)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise NoiseFileError(f"cannot read the paired rounds in {', '.join(map(str, gate_work_dirs))}: "
+                                 f"{exc}") from exc
+    if not unpaired and not paired:
+        raise NoiseFileError("no case was measured in two rounds or more of one run (asv run --record-samples with "
+                             "the round tracks, or a paired gate)")
+    return Learned(unpaired, runs, paired, gates)
 
 
 def write(path: Path, machine: str, noise: dict[str, Noise], runs: int, paired: dict[str, Noise] | None = None,

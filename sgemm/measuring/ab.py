@@ -149,6 +149,34 @@ def versus_baseline(kernel: Kernel, baseline: Kernel, m: int, n: int, k: int, re
     return VersusBaseline(percent, joules, clocks, version)
 
 
+def versus_baselines(cases: list[tuple[str, Kernel, int, int, int]], device: int = 0,
+                     progress=None) -> dict[str, VersusBaseline]:
+    """Each compiled kernel of (case id, kernel, M, N, K) paired with its precision's baseline in this process, by
+    case id; a build that cannot be measured is left out, said through `progress`."""
+    import cupy
+
+    from ..catalogue import baseline
+    from .telemetry import CardReadings, TelemetryUnavailable, nvml_handle
+
+    try:
+        readings = CardReadings(nvml_handle(device))
+    except TelemetryUnavailable:
+        readings = None
+    found = {}
+    for index, (case_id, kernel, m, n, k) in enumerate(cases, 1):
+        if kernel.library:
+            continue
+        if progress:
+            progress(f"[{index}/{len(cases)}] {case_id} paired with its baseline")
+        try:
+            with cupy.cuda.Device(device):
+                found[case_id] = versus_baseline(kernel, baseline(kernel.precision), m, n, k, readings)
+        except BuildFailed as exc:
+            if progress:
+                progress(f"{case_id}: {exc}")
+    return found
+
+
 def compile_ahead(kernels: list[Kernel], device: int = 0) -> None:
     """Compile every kernel in threads before any is timed: NVRTC compiles separate programs at once and lets go of
     Python meanwhile. A kernel that fails here fails again, with its log, when its case asks for it."""
