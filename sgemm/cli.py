@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shutil
 import sys
 import time
@@ -104,15 +105,16 @@ def _glue_signed_values(argv: list[str]) -> list[str]:
 
 
 def print_table(header: list[str], rows: list[list[str]], width: int | None = None) -> None:
-    """Columns padded to their widest cell; with `width`, the last column is cut (with '…') to fit that many."""
+    """Columns padded to their widest cell; with `width`, the last column, its heading too, is cut (with '…') so that
+    every line fits that many characters, down to one character of it."""
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
     if width is not None:
         room = width - sum(widths[:-1]) - 2 * (len(widths) - 1)
-        widths[-1] = max(min(widths[-1], room), len(header[-1]))
+        widths[-1] = max(min(widths[-1], room), 1)
     for line in [header, ["-" * w for w in widths], *rows]:
         cells = [str(cell) for cell in line]
         if len(cells[-1]) > widths[-1]:
-            cells[-1] = cells[-1][:widths[-1] - 1] + "…"
+            cells[-1] = cells[-1][:widths[-1] - 1] + "…" if widths[-1] > 1 else "…"
         print("  ".join(cell.ljust(w) for cell, w in zip(cells, widths)).rstrip())
 
 
@@ -584,8 +586,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message}\n")
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sgemm")
+    except PackageNotFoundError:
+        return "(not installed: run from a checkout)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="sgemm", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"sgemm {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, handler, help_text: str, kernels: bool = True) -> argparse.ArgumentParser:
@@ -710,8 +722,12 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def main(argv: list[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not given:  # what there is to do, rather than a complaint that something is missing
+        parser.print_help()
+        return EXIT_BAD_INPUT
     try:
-        args = build_parser().parse_args(_glue_signed_values(given))
+        args = parser.parse_args(_glue_signed_values(given))
     except SystemExit as exc:  # a bad argument (2), or --help (0): the parser has said why
         return exc.code if isinstance(exc.code, int) else EXIT_OK if exc.code is None else EXIT_BAD_INPUT
     args.argv = given
@@ -729,6 +745,9 @@ def main(argv: list[str] | None = None) -> int:
     except MachineFileError as exc:
         print(f"sgemm {args.command}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # the reader went away (`sgemm list | head`): what it read was all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to say at exit either
+        return EXIT_OK
     except OSError as exc:  # a path given that cannot be read or written
         print(f"sgemm {args.command}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -12,13 +12,29 @@ def run(*args, env=None):
     return subprocess.run([sys.executable, "-m", "sgemm", *args], capture_output=True, text=True, env=env)
 
 
-def test_list_shows_every_kernel_a_line_each_within_the_terminal(capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "100")
+@pytest.mark.parametrize("columns", [100, 80])
+def test_list_shows_every_kernel_a_line_each_within_the_terminal(capsys, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
     assert cli.main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     kernels = load_catalogue()
     assert [line.split()[0] for line in lines[2:]] == list(kernels)
-    assert max(len(line) for line in lines) <= 100
+    assert max(len(line) for line in lines) <= columns
+
+
+def test_a_reader_that_stops_reading_is_no_error():
+    # `true` exits before sgemm has started, so sgemm's writes meet a closed pipe (before, exit 2 "Broken pipe").
+    piped = subprocess.run(["bash", "-c", f"{sys.executable} -m sgemm list | true; echo ${{PIPESTATUS[0]}}"],
+                           capture_output=True, text=True)
+    assert piped.stdout.strip() == "0" and "Broken pipe" not in piped.stderr and "Traceback" not in piped.stderr
+
+
+def test_sgemm_alone_lists_its_commands_and_says_its_version():
+    bare = run()
+    assert bare.returncode == 2
+    assert "{list,check,bench,report,merge,gate,history,publish,noise,machine}" in bare.stdout
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.startswith("sgemm 0.1.0")
 
 
 def test_list_wide_shows_every_column_in_full(capsys):
