@@ -713,6 +713,7 @@ def build_parser() -> argparse.ArgumentParser:
     machine.add_argument("--name", type=_machine_name, help="machine name (default: from the GPU model)")
     machine.add_argument("--file", default="~/.asv-machine.json", help="asv's machine file (default: "
                          "~/.asv-machine.json; its folder must exist)")
+    parser.commands = list(sub.choices)
     return parser
 
 
@@ -724,7 +725,8 @@ def main(argv: list[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if not given:  # what there is to do, rather than a complaint that something is missing
-        parser.print_help()
+        print(f"sgemm: give a command: {', '.join(parser.commands)} (sgemm --help says what each does)",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         args = parser.parse_args(_glue_signed_values(given))

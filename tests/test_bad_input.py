@@ -94,7 +94,7 @@ REPORT = ["report", "--out", "{tmp}/report"]
 
 BAD_INPUT = [
     # the command line itself
-    ([], 2, "the following arguments are required: command"),
+    ([], 2, "sgemm: give a command: list, check, bench, report, merge, gate, history, publish, noise, machine"),
     (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
     (["report"], 2, "the following arguments are required: --out"),
     # kernels and shapes
