@@ -38,6 +38,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sgemm import sourcetree  # noqa: E402
 # Cycles of spin per tile in the TMA-store epilogue: ~140k cycles a tile of 128 x 256 x 8192 at the power cap's clock.
 SPIN_G = 800
 # Cycles of spin before the K loop of each 32 x 32 block of fp32/naive: K of them made it 0.43% slower at 4096 on an
@@ -132,10 +135,7 @@ def run_gate(clone: Path, out: Path, work: Path, name: str, base: str, head: str
 def events_ratio(clone: Path, commits: dict[str, str], name: str, kernel: str, size: int) -> float:
     trees = Path(tempfile.mkdtemp(prefix="ab-events-"))
     for side in ("HEAD", name):
-        (trees / side).mkdir()
-        archive = subprocess.run(["git", "-C", str(clone), "archive", commits[side], "kernels", "sgemm/catalogue.toml"],
-                                 check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(trees / side)], input=archive, check=True)
+        sourcetree.export(clone, commits[side], trees / side)
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ab-events.py"), str(trees / "HEAD"),
                            str(trees / name), kernel, str(size)], cwd=clone, capture_output=True, text=True)
     if done.returncode:

@@ -64,6 +64,23 @@ def asv_run_suite(tmp_path):
     return run
 
 
+@pytest.fixture
+def project_repo(tmp_path, monkeypatch) -> Path:
+    """A scratch git repository holding this project's kernels, catalogue, code and configuration, committed once."""
+    for name, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@t"), ("GIT_COMMITTER_NAME", "t"),
+                        ("GIT_COMMITTER_EMAIL", "t@t")):
+        monkeypatch.setenv(name, value)
+    root, repo = Path(__file__).resolve().parents[1], tmp_path / "repo"
+    no_cache = shutil.ignore_patterns("__pycache__")
+    for folder in ("kernels", "benchmarks", "sgemm"):
+        shutil.copytree(root / folder, repo / folder, ignore=no_cache)
+    for name in ("asv.conf.json", "pyproject.toml"):
+        shutil.copy(root / name, repo / name)
+    for command in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "base"]):
+        subprocess.run(["git", "-C", str(repo), *command], check=True, capture_output=True)
+    return repo
+
+
 # --- The npm tarballs of the site's libraries (test_site.py, test_publish.py) -----------------------------------
 
 

@@ -148,6 +148,12 @@ BAD_INPUT = [
     (["machine", "--file", "{tmp}"], 2, "--file {tmp} is a directory"),
     (["machine", "--name", "../evil"], 2, "a machine name is"),
     (["machine", "--name", ""], 2, "a machine name is"),
+    # noise
+    (["noise", "--machine", "box", "--repo", "{tmp}"], 2, "give asv results (--results) or paired gates' work folders"),
+    (["noise", "--machine", "box", "--rounds", "{tmp}/nowhere", "--out", "{tmp}/n.json"], 2,
+     "--rounds {tmp}/nowhere: no such folder"),
+    (["noise", "--machine", "box", "--rounds", "{tmp}/notes", "--out", "{tmp}/n.json"], 2,
+     "no case was measured in two rounds or more"),
     # gate
     ([*GATE, "--rounds", "0"], 2, "at least 3"),
     ([*GATE, "--rounds", "2"], 2, "at least 3"),
@@ -162,6 +168,9 @@ BAD_INPUT = [
     ([*GATE, "--machine", "a/b"], 2, "a machine name is"),
     ([*GATE, "--report", "{tmp}/missing/gate.md"], 2, "the folder {tmp}/missing does not exist"),
     ([*GATE, "--device", "-1"], 2, "a device index must be at least 0"),
+    ([*GATE, "--rounds", "5", "--max-rounds", "4"], 2, "--max-rounds 4 is below --rounds 5"),
+    ([*GATE, "--noise", "{tmp}/missing.json"], 2, "--noise {tmp}/missing.json: no such file"),
+    ([*GATE, "-k", "bf16/wgmma_tma", "--size", "1024"], 2, "no case of the suite measures that"),
     (["gate", "HEAD~1", "HEAD", "--repo", "{tmp}", "--dry-run"], 2, "no sgemm/catalogue.toml"),
     (["gate", "HEAD", "HEAD", "--repo", "{repo}", "--dry-run"], 2, "nothing to compare"),
     (["gate", "main", "HEAD", "--repo", "{repo}", "--dry-run"], 2, "nothing to compare"),

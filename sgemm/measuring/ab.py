@@ -19,7 +19,7 @@ import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..catalogue import Kernel
@@ -156,12 +156,9 @@ def versus_baselines(cases: list[tuple[str, Kernel, int, int, int]], device: int
     import cupy
 
     from ..catalogue import baseline
-    from .telemetry import CardReadings, TelemetryUnavailable, nvml_handle
+    from .telemetry import CardReadings
 
-    try:
-        readings = CardReadings(nvml_handle(device))
-    except TelemetryUnavailable:
-        readings = None
+    readings = CardReadings.of(device)
     found = {}
     for index, (case_id, kernel, m, n, k) in enumerate(cases, 1):
         if kernel.library:
@@ -201,22 +198,20 @@ def run_round(plan: dict, out: Path) -> None:
 
     The plan: {"trees": {label: folder}, "device": 0, "settings": {PairedSettings fields},
     "cases": [{"label": ..., "kernels": {label: kernel name in that tree}, "shape": [m, n, k]}]}.
-    A line: {"label", "ratio", "interval", "pairs", "sides": {label: {median_s, sm_clock_mhz, joules, error}},
-    "library_versions"} or {"label", "failed": {"side", "kind", "reason"}}.
+    A line: {"label", "ratio", "interval", "pairs", "pair_ratios", "method", "launches_per_block", "seconds",
+    "joules_per_launch", "sides": {label: {median_s, sm_clock_mhz, joules, relative_error, library}}}, or
+    {"label", "failed": {"side", "kind", "reason"}}.
     """
     import cupy
 
     from .. import sourcetree
-    from .telemetry import CardReadings, TelemetryUnavailable, nvml_handle, other_processes
+    from .telemetry import CardReadings, other_processes
 
     device = plan.get("device", 0)
     settings = PairedSettings(**plan.get("settings", {}))
     trees = {label: sourcetree.kernels(Path(folder)) for label, folder in plan["trees"].items()}
-    try:
-        handle = nvml_handle(device)
-        readings = CardReadings(handle)
-    except TelemetryUnavailable:
-        handle, readings = None, None
+    readings = CardReadings.of(device)
+    handle = readings.handle if readings else None
     cupy.cuda.Device(device).use()
     compile_ahead([trees[side][name] for case in plan["cases"] for side, name in case["kernels"].items()
                    if name in trees[side]], device)
@@ -252,10 +247,6 @@ def _case_line(case: dict, trees: dict[str, dict[str, Kernel]], settings: Paired
                               "joules": build.joules_per_launch, "relative_error": error, "library": version}
                       for label, build, error, version in zip(result.labels, timing.builds, result.relative_errors,
                                                               result.library_versions)}}
-
-
-def settings_dict(settings: PairedSettings) -> dict:
-    return asdict(settings)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -292,10 +292,7 @@ def _time_over_reference(cases: list[Case], results: dict, tree: Path, device: i
     commit = (tree / REFERENCE_COMMIT_FILE).read_text().strip() if (tree / REFERENCE_COMMIT_FILE).is_file() else ""
     builds = _reference_builds(cases, tree)
     compile_ahead([build for build in builds.values() if isinstance(build, Kernel)], device)
-    try:
-        readings = CardReadings(nvml_handle(device))
-    except TelemetryUnavailable:
-        readings = None
+    readings = CardReadings.of(device)
     for case in cases:
         result, reference = results[case.id], builds[case.id]
         if isinstance(result, BaseException):

@@ -198,6 +198,14 @@ class CardReadings:
     def __init__(self, handle):
         self.handle = handle
 
+    @classmethod
+    def of(cls, cuda_device: int = 0) -> CardReadings | None:
+        """The readings of a CUDA device, or None where NVML cannot give them (timing goes on without them)."""
+        try:
+            return cls(nvml_handle(cuda_device))
+        except TelemetryUnavailable:
+            return None
+
     def sm_clock_mhz(self) -> float:
         return collect_sm_clock_mhz(self.handle)
 

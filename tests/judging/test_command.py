@@ -1,12 +1,10 @@
 """The `sgemm gate` command's work, without a GPU: what a change selects and how it will be measured (the dry run),
 the refusals that come before any work, and the report's way out."""
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from sgemm.judging.command import publish_report
 from sgemm.judging.gate import EXIT_UNDECIDED
@@ -16,24 +14,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def git(repo, *args):
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
-
-
-@pytest.fixture
-def repo_copy(tmp_path, monkeypatch):
-    """A scratch repository holding this project's kernels, catalogue and code."""
-    for name, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@t"), ("GIT_COMMITTER_NAME", "t"),
-                        ("GIT_COMMITTER_EMAIL", "t@t")):
-        monkeypatch.setenv(name, value)
-    repo = tmp_path / "repo"
-    no_cache = shutil.ignore_patterns("__pycache__")
-    for folder in ("kernels", "benchmarks", "sgemm"):
-        shutil.copytree(ROOT / folder, repo / folder, ignore=no_cache)
-    for name in ("asv.conf.json", "pyproject.toml"):
-        shutil.copy(ROOT / name, repo / name)
-    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    return repo
 
 
 def test_cli_gate_lists_the_cases_a_change_selects_and_how_they_are_measured(tmp_path):
@@ -60,10 +40,10 @@ def test_cli_gate_refuses_kernels_asked_for_at_a_size_they_are_not_timed_at(caps
     assert "no case of the suite measures that" in capsys.readouterr().err
 
 
-def test_cli_dry_run_names_a_kernel_gone_undeclared_and_exits_2(repo_copy, capsys):
+def test_cli_dry_run_names_a_kernel_gone_undeclared_and_exits_2(project_repo, capsys):
     from sgemm.cli import main
 
-    repo = repo_copy
+    repo = project_repo
     base = git(repo, "rev-parse", "HEAD")
     catalogue = (repo / "sgemm" / "catalogue.toml").read_text()
     start = catalogue.index('[[kernel]]\nname = "fp32/naive_8"')

@@ -8,7 +8,6 @@ trees, the same-program check (NVRTC, no GPU), the looks, the verdicts, the repo
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -247,17 +246,9 @@ with open(sys.argv[2], "a") as out:
 
 
 @pytest.fixture
-def kernel_repo(tmp_path, committer, monkeypatch):
-    """A scratch repository holding this project's kernels, catalogue and measuring code, and a fake round process."""
-    repo = tmp_path / "repo"
-    no_cache = shutil.ignore_patterns("__pycache__")
-    for folder in ("kernels", "benchmarks", "sgemm"):
-        shutil.copytree(ROOT / folder, repo / folder, ignore=no_cache)
-    for name in ("asv.conf.json", "pyproject.toml"):
-        shutil.copy(ROOT / name, repo / name)
-    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
+def kernel_repo(project_repo, tmp_path, monkeypatch):
+    """This project's kernels, catalogue and measuring code in a scratch repository, and a fake round process."""
+    repo = project_repo
     fake = tmp_path / "fake_round.py"
     fake.write_text(FAKE_ROUND)
     monkeypatch.setattr(paired_rounds, "ROUND_COMMAND", (sys.executable, str(fake)))
