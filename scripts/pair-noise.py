@@ -3,9 +3,9 @@
 windows as long as a gate round gives a case, to see which estimate of a window's ratio varies least from window to
 window and how the launch times spread.
 
-Usage: scripts/pair-noise.py KERNEL [KERNEL ...] [--size 4096] [--seconds 8] [--window-s 0.8] [--modules]
+Usage: scripts/pair-noise.py KERNEL [KERNEL ...] [--size 4096] [--seconds 8] [--window-s 0.8] [--modules] [--raw]
 With --modules the two builds come from two exports of HEAD, each its own module, as a gate's base and head do;
-without, both are the one module.
+without, both are the one module. --raw adds every pair's log ratio.
 Prints one line of JSON a kernel: block-time spread, the pair ratios' spread and lag-1 autocorrelation, and the sd
 across windows of three estimates of a window's ratio (median of pair ratios, mean of their logs, 20% trimmed mean).
 """
@@ -13,6 +13,7 @@ across windows of three estimates of a window's ratio (median of pair ratios, me
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import sys
@@ -34,10 +35,10 @@ def lag1(values: list[float]) -> float:
     centre = mean(values)
     deviations = [v - centre for v in values]
     denominator = sum(d * d for d in deviations)
-    return sum(a * b for a, b in zip(deviations, deviations[1:])) / denominator if denominator else math.nan
+    return sum(a * b for a, b in itertools.pairwise(deviations)) / denominator if denominator else math.nan
 
 
-def summary(name: str, size: int, seconds: float, window_s: float, trees: list[Path]) -> dict:
+def summary(name: str, size: int, seconds: float, window_s: float, trees: list[Path], raw: bool) -> dict:
     from sgemm import sourcetree
     from sgemm.catalogue import get_kernel
     from sgemm.measuring.ab import Build, measure
@@ -62,6 +63,7 @@ def summary(name: str, size: int, seconds: float, window_s: float, trees: list[P
         return 100 * pstdev([estimate(w) for w in windows]) if len(windows) > 1 else math.nan
 
     return {
+        **({"logs": logs} if raw else {}),
         "kernel": name, "size": size, "launch_ms": round(1e3 * centre, 4),
         "launches_per_block": timing.launches_per_block, "pairs": timing.pairs,
         "sm_clock_mhz": timing.builds[0].median_sm_clock_mhz,
@@ -82,11 +84,12 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--window-s", type=float, default=0.8)
     parser.add_argument("--modules", action="store_true")
+    parser.add_argument("--raw", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         trees = [sourcetree_export(Path(scratch) / side) for side in ("a", "b")] if args.modules else []
         for name in args.kernels:
-            print(json.dumps(summary(name, args.size, args.seconds, args.window_s, trees)), flush=True)
+            print(json.dumps(summary(name, args.size, args.seconds, args.window_s, trees, args.raw)), flush=True)
     return 0
 
 
