@@ -419,7 +419,8 @@ def cmd_noise(args) -> int:
     try:
         learned = learn_from(Path(args.results) if args.results else None, args.machine,
                              [Path(folder) for folder in args.rounds or []])
-        write(out, args.machine, learned.unpaired, learned.runs, learned.paired, learned.gates)
+        write(out, args.machine, learned.unpaired, learned.runs, learned.paired, learned.gates,
+              learned.paired_round)
     except NoiseFileError as exc:
         print(f"sgemm noise: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ..asvsuite import SuiteCase
 from .changes import Selection
 from .gate import EXIT_PASS, EXIT_UNDECIDED, GateError, Settings, run_gate
+from .paired_rounds import ROUND_SETTINGS
 from .report import markdown
 
 
@@ -125,9 +126,12 @@ def gate(request: Request, dry_run: bool = False) -> int:
     noise_file = request.noise_file or default_path(request.repo, machine)
     if chosen.cases and (request.noise_file or noise_file.exists()):
         try:
-            settings = replace(settings, noise=read(noise_file, machine))
+            noise, set_aside = read(noise_file, machine, asdict(ROUND_SETTINGS))
         except NoiseFileError as exc:
             raise GateError(str(exc)) from exc
+        settings = replace(settings, noise=noise, noise_note=set_aside or "")
+        if set_aside:
+            print(f"sgemm gate: {set_aside}", file=sys.stderr)
     if identity:
         write_machine_file(machine_entry(identity, machine))  # asv asks interactively for a machine it does not know
     work_dir = request.work_dir or request.repo / ".asv" / "gate"

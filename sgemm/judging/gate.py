@@ -54,6 +54,7 @@ class Settings:
     rounds: int = DEFAULT_ROUNDS  # before the first look
     max_rounds: int = DEFAULT_MAX_ROUNDS  # for cases whose verdict is still open
     noise: dict[str, dict[str, Noise]] = field(default_factory=dict)  # method -> case label -> noise
+    noise_note: str = ""  # what of the noise file was set aside, and why
     idle_timeout_s: float = IDLE_TIMEOUT_S
     nvbench_args: tuple[str, ...] = NVBENCH_ARGS
     time_unchanged: bool = False  # time cases whose two builds are one program (an A/A gate)

@@ -30,9 +30,16 @@ from .unpaired_rounds import Pair
 from .verdict import Case, Noise, PairedRounds
 
 ROUND_COMMAND = (sys.executable, "-m", "sgemm.measuring.ab")  # + PLAN OUT: one round, one process
-# One round's timing of a case: short, since the evidence is the spread between rounds (sgemm.judging.verdict).
-ROUND_SETTINGS = PairedSettings(warmup_s=0.2, max_warmup_s=2.0, min_pairs=6, min_s=0.2, max_s=0.8,
-                                target_half_width=0.001)
+# One round's timing of a case. Every round of a case runs until its own interval (the median's, 95%) is within
+# 0.2% of its ratio, or for max_s: a gate of 58 cases needs a round's ratio to vary by about 0.1% (sd) or less to see
+# 0.25% in 9 rounds, and a median whose 95% interval is +-0.2% has about that sd. Quiet cases get there in a few
+# pairs; a kernel whose own launches jitter gets more time in every round, the same in each, so that the rounds stay
+# alike (measured on an H100 at 4096, A/A in one process: fp32/smem_ilp32's launches vary by 1.8% (sd, launch to
+# launch, uncorrelated), and the median of 24 pairs (0.8 s) by 0.52% from one window to the next; Hopper wgmma
+# kernels vary by 0.4-0.9% a pair but with a sharp peak, where the median of 24 pairs varies by 0.04-0.07%, half what
+# their mean does; scripts/pair-noise.py). The rounds' settings are part of the paired noise a noise file learns.
+ROUND_SETTINGS = PairedSettings(warmup_s=0.2, max_warmup_s=2.0, min_pairs=6, min_s=0.2, max_s=12.0,
+                                target_half_width=0.002)
 
 
 class PairingError(RuntimeError):

@@ -89,7 +89,7 @@ def markdown(result: GateResult, gpu_line: str) -> str:
         f"- How: {_method(result)}",
         f"- Threshold: {thresholds}" + "".join(f", `{p}` {v:.2%}" for p, v in settings.patterns)
         + (f"; noise of unchanged code known for {sum(1 for c in result.comparisons if c.case.noise)} cases"
-           if settings.noise else ""),
+           if settings.noise else "") + (f"; {settings.noise_note}" if settings.noise_note else ""),
     ]
     if result.comparisons:
         sides = [_sides(c) for c in result.comparisons]

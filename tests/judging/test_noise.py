@@ -56,8 +56,8 @@ def test_the_file_round_trips_for_its_machine(tmp_path, history):
     noise.write(path, "box", learned, runs)
     data = json.loads(path.read_text())
     assert data["machine"] == "box" and data["runs"] == 2
-    assert noise.read(path, "box") == {"unpaired": {label: Noise(round(n.sd, 6), n.df) for label, n in learned.items()},
-                                       "paired": {}}
+    assert noise.read(path, "box") == ({"unpaired": {label: Noise(round(n.sd, 6), n.df)
+                                                     for label, n in learned.items()}, "paired": {}}, None)
 
 
 def test_another_machines_noise_is_refused(tmp_path):
@@ -80,7 +80,7 @@ def test_a_malformed_file_is_refused_naming_it(tmp_path, content):
 def test_entries_with_no_degrees_of_freedom_are_left_out(tmp_path):
     path = tmp_path / "noise.json"
     path.write_text(json.dumps({"machine": "box", "cases": {"a": {"sd": 0.01, "df": 0}, "b": {"sd": 0.01, "df": 2}}}))
-    assert noise.read(path, "box") == {"unpaired": {"b": Noise(0.01, 2)}}
+    assert noise.read(path, "box") == ({"unpaired": {"b": Noise(0.01, 2)}}, None)
 
 
 def sgemm(*args, cwd):
@@ -105,10 +105,14 @@ def test_the_command_refuses_results_it_cannot_learn_from(tmp_path):
     assert not (tmp_path / "noise").exists()
 
 
-def write_paired_gate(folder, ratios_by_round):
+ROUND = {"max_s": 12.0, "target_half_width": 0.002}
+
+
+def write_paired_gate(folder, ratios_by_round, settings=ROUND):
     rounds = folder / "paired" / "rounds"
     rounds.mkdir(parents=True)
     for number, ratios in enumerate(ratios_by_round, 1):
+        (rounds / f"round-{number}.plan.json").write_text(json.dumps({"settings": settings, "cases": []}))
         (rounds / f"round-{number}.jsonl").write_text("".join(
             json.dumps({"label": label, "ratio": ratio}) + "\n" for label, ratio in ratios.items())
             + json.dumps({"label": "fp32/x 64x64x64", "failed": {"side": "head", "kind": "wrong result"}}) + "\n")
@@ -119,10 +123,33 @@ def test_paired_noise_is_the_spread_of_a_gates_round_ratios_about_their_own_mean
     label = "fp16/k 8192x8192x8192"
     write_paired_gate(tmp_path / "a", [{label: e(0.005)}, {label: e(0.006)}, {label: e(0.004)}])  # a real change
     write_paired_gate(tmp_path / "b", [{label: e(0.0)}, {label: e(0.002)}])  # an A/A gate
-    learned, gates = noise.learn_paired([tmp_path / "a", tmp_path / "b"])
-    assert gates == 2
+    learned, gates, settings = noise.learn_paired([tmp_path / "a", tmp_path / "b"])
+    assert gates == 2 and settings == ROUND
     # squares about each gate's own mean: 2e-6 + 2e-6, on 2 + 1 degrees of freedom; the failed case adds nothing
     assert learned == {label: Noise(pytest.approx(math.sqrt(4e-6 / 3)), 3)}
+
+
+def test_gates_whose_rounds_were_timed_otherwise_are_not_pooled(tmp_path):
+    label = "fp32/k 4096x4096x4096"
+    write_paired_gate(tmp_path / "short", [{label: 1.0}, {label: 1.01}], {"max_s": 0.8, "target_half_width": 0.001})
+    write_paired_gate(tmp_path / "long", [{label: 1.0}, {label: 1.001}])
+    with pytest.raises(noise.NoiseFileError, match="timed their rounds in different ways"):
+        noise.learn_paired([tmp_path / "short", tmp_path / "long"])
+
+
+def test_paired_noise_learned_from_rounds_timed_otherwise_is_set_aside_saying_so(tmp_path):
+    """A round's length sets its spread: noise from 0.8-s rounds would make the gate's 12-s rounds look noisier
+    than they are (a case not powered for no reason), or the other way round, quieter."""
+    path = tmp_path / "box.json"
+    paired = {"fp32/k 4096x4096x4096": Noise(0.005, 8)}
+    noise.write(path, "box", {"fp32/k 64x64x64": Noise(0.01, 4)}, 1, paired, 1, {"max_s": 0.8})
+    kept, note = noise.read(path, "box", {"max_s": 0.8})
+    assert kept["paired"] == paired and note is None
+    left, note = noise.read(path, "box", ROUND)
+    assert "paired" not in left and left["unpaired"] == {"fp32/k 64x64x64": Noise(0.01, 4)}
+    assert "its paired noise was set aside" in note and '"max_s": 12.0' in note and '"max_s": 0.8' in note
+    noise.write(path, "box", {}, 0, paired, 1)  # a file from before the rounds' settings were kept
+    assert "settings it does not record" in noise.read(path, "box", ROUND)[1]
 
 
 def test_the_command_learns_paired_noise_from_gates_work_folders(tmp_path):
@@ -130,6 +157,6 @@ def test_the_command_learns_paired_noise_from_gates_work_folders(tmp_path):
     done = sgemm("--rounds", str(tmp_path / "gate"), "--machine", "box", "--repo", str(tmp_path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "paired, 1 cases from 1 gates" in done.stdout
-    assert set(noise.read(tmp_path / "noise" / "box.json", "box")["paired"]) == {"fp16/k 64x64x64"}
+    assert set(noise.read(tmp_path / "noise" / "box.json", "box", ROUND)[0]["paired"]) == {"fp16/k 64x64x64"}
     missing = sgemm("--rounds", str(tmp_path / "nowhere"), "--machine", "box", cwd=tmp_path)
     assert missing.returncode == 2 and "no such folder" in missing.stderr
