@@ -371,7 +371,7 @@ def cmd_gate(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from .history import HistoryError, box_shards, plan, run, run_sharded
+    from .history import HistoryError, box_shards, check_places, plan, run, run_sharded
     from .machine import detect_identity, machine_entry, machine_name, write_machine_file
 
     repo = Path(args.repo).resolve()
@@ -390,6 +390,9 @@ def cmd_history(args) -> int:
     if not gpu and args.gpus != "1":
         print(f"sgemm history: --gpus {args.gpus} left aside: no GPU here", file=sys.stderr)
     try:
+        check_places(repo, results, work)
+        if not args.no_site:
+            _check_site_places(repo, results, Path(args.html), args.npm_cache)
         chosen = plan(repo, results, machine, gpu, args.first)
         shards, uuids = box_shards(repo, results, machine, args.gpus) if gpu and args.gpus != "1" else ([], [])
     except HistoryError as exc:
@@ -412,10 +415,27 @@ def cmd_history(args) -> int:
     return published or (EXIT_FAILED if measured else EXIT_OK)
 
 
+def _check_site_places(repo: Path, results: Path, html: Path, npm_cache: str | None) -> None:
+    """HistoryError when the site could not be published where asked: said before the measuring, not after it."""
+    from .history import HistoryError
+    from .publishing.publish import PublishError, check_places, check_replaceable
+
+    try:
+        check_places(repo, results, html, Path(npm_cache).resolve() if npm_cache else None)
+        check_replaceable(html)
+    except PublishError as exc:
+        raise HistoryError(str(exc)) from exc
+    if npm_cache and not Path(npm_cache).is_dir():
+        raise HistoryError(f"--npm-cache {npm_cache}: no such folder")
+
+
 def cmd_noise(args) -> int:
     from .judging.noise import NoiseFileError, default_path, learn_from, write
 
     out = Path(args.out) if args.out else default_path(Path(args.repo), args.machine)
+    if args.out and (problem := _writable_file_problem("--out", args.out)):
+        print(f"sgemm noise: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         learned = learn_from(Path(args.results) if args.results else None, args.machine,
                              [Path(folder) for folder in args.rounds or []])
@@ -677,7 +697,7 @@ def build_parser() -> argparse.ArgumentParser:
     history = add("history", cmd_history, "bring this box's asv history up to date, then build the site: the "
                   "newest commits on a first run (--first), every new commit later; without a GPU, the resource "
                   "history alone", kernels=False)
-    history.add_argument("--first", type=_commit_count, default=1, help="commits a machine's first run measures, "
+    history.add_argument("--first", type=_commit_count, help="commits a machine's first run measures, "
                          "newest first (default 1: the head of the branch; the full suite takes about 9 to 11 "
                          "minutes a commit on an H100 or H200)")
     history.add_argument("--gpus", type=_gpu_count, default="1", help="how many of the box's GPUs to spread each "
@@ -707,7 +727,7 @@ def build_parser() -> argparse.ArgumentParser:
     noise.add_argument("--results", help="asv results directory")
     noise.add_argument("--rounds", action="append", help="a paired gate's work folder (its --work), whose rounds/ "
                        "hold its round ratios (repeatable)")
-    noise.add_argument("--machine", required=True, help="asv machine name")
+    noise.add_argument("--machine", required=True, type=_machine_name, help="asv machine name")
     noise.add_argument("--repo", default=".", help="the repository (default: the current directory)")
     noise.add_argument("--out", help="the noise file (default: REPO/noise/MACHINE.json)")
     machine = add("machine", cmd_machine, "write this box's entry in the asv machine file from NVML", kernels=False)

@@ -58,6 +58,7 @@ class Plan:
     bench: tuple[str, ...]  # asv's --bench expressions: what it runs
     left_out: tuple[str, ...]  # suites this box cannot run, in words
     seconds_per_commit: float | None  # from this machine's newest run, when there is one
+    notes: tuple[str, ...] = ()  # what of the request was left aside, and why
 
     @property
     def gpu(self) -> bool:
@@ -76,7 +77,7 @@ class Plan:
                 "the resource suite took about 1 minute a commit on a 2-core CPU box" if self.left_out else
                 "the full suite took about 9 to 11 minutes a commit on an H100 or H200"))
         lines += [f"left out, no GPU here: {suite}" for suite in self.left_out]
-        return lines
+        return lines + list(self.notes)
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -95,21 +96,47 @@ def _known_commits(repo: Path, hashes: list[str]) -> list[str]:
     return [commit for commit, kind in zip(hashes, answer.stdout.splitlines()) if kind == "commit"]
 
 
-def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int = DEFAULT_FIRST) -> Plan:
+def check_places(repo: Path, results_dir: Path, work_dir: Path) -> None:
+    """HistoryError when the results or the work folder cannot serve as such: found before anything is measured."""
+    places = (("--results", results_dir), ("--work", work_dir))
+    for option, path in places:
+        if path.exists() and not path.is_dir():
+            raise HistoryError(f"{option} {path}: not a directory")
+        existing = next(p for p in (path, *path.parents) if p.exists())
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise HistoryError(f"{option} {path}: {existing} cannot be written here")
+        if path.is_relative_to(repo / ".git"):
+            raise HistoryError(f"{option} {path} lies inside the repository's .git: put it elsewhere")
+    if results_dir == work_dir or results_dir.is_relative_to(work_dir) or work_dir.is_relative_to(results_dir):
+        raise HistoryError(f"--work {work_dir} and --results {results_dir} overlap: asv's environments (hundreds of "
+                           "megabytes) would be filed among the results, or the results among them; give each a "
+                           "folder of its own")
+
+
+def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int | None = None) -> Plan:
     """What this box measures now. The commits are listed here and handed to asv as they are, so that what was
-    announced is what runs (asv's NEW would also skip commits that other machines of a merged tree measured)."""
-    if first < 1:
+    announced is what runs (asv's NEW would also skip commits that other machines of a merged tree measured).
+    `first` (default DEFAULT_FIRST) counts the commits of a machine's first run only."""
+    if first is not None and first < 1:
         raise HistoryError(f"--first must be at least 1, got {first}")
+    try:
+        catalogue.load_catalogue(repo / "sgemm" / "catalogue.toml", repo / "kernels")
+    except catalogue.CatalogueError as exc:
+        raise HistoryError(f"the catalogue cannot be read: {exc}") from exc
     found = asvsuite.runs(results_dir, machine) if (results_dir / machine).is_dir() else []
     done = _known_commits(repo, [run.commit for run in found])
+    notes = ()
     if done:  # everything on the branch that descends from none of them
         commits = _git(repo, "rev-list", BRANCH, *(f"^{commit}" for commit in done)).split()
         seconds = sum(value for value in found[-1].run.duration.values() if value) or None
+        if first is not None:
+            notes = (f"--first {first} left aside: machine {machine} has runs in {results_dir} already, so every "
+                     "commit since its newest is measured",)
     else:
-        commits = _git(repo, "rev-list", "--first-parent", f"--max-count={first}", BRANCH).split()
+        commits = _git(repo, "rev-list", "--first-parent", f"--max-count={first or DEFAULT_FIRST}", BRANCH).split()
         seconds = None
     bench = tuple(case_patterns(suite_cases(repo))) + NOT_CASES if gpu else (RESOURCES_ONLY,)
-    return Plan(machine, tuple(commits), bench, () if gpu else GPU_SUITES, seconds)
+    return Plan(machine, tuple(commits), bench, () if gpu else GPU_SUITES, seconds, notes)
 
 
 def cuda_site() -> str:

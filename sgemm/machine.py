@@ -21,7 +21,7 @@ from .measuring.telemetry import TelemetryUnavailable, driver_present, gpu_ident
 
 ASV_MACHINE_FILE = Path("~/.asv-machine.json").expanduser()
 ASV_MACHINE_VERSION = 1
-MACHINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+MACHINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # a directory name, and part of asv's file names
 
 
 class MachineFileError(RuntimeError):
@@ -81,8 +81,9 @@ def detect_identity(cuda_device: int = 0) -> Gpu | None:
 def check_machine_name(name: str) -> str:
     """`name` if asv can file results under it: it becomes a directory of the results tree, so no path tricks."""
     if not MACHINE_NAME.fullmatch(name):
-        raise ValueError(f"a machine name is letters, digits, '.', '_' and '-', starting with a letter or digit "
-                         f"(got {name!r})")
+        shown = name if len(name) <= 40 else f"{name[:40]}... ({len(name)} characters)"
+        raise ValueError(f"a machine name is 1 to 64 letters, digits, '.', '_' and '-', starting with a letter or "
+                         f"digit (got {shown!r})")
     return name
 
 

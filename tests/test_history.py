@@ -140,6 +140,54 @@ def test_bad_input_is_refused_before_anything_runs(repo, tmp_path, args, message
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
 
 
+def tree_digest(root):
+    """Every file under `root` (the .git folder aside) with its bytes' hash: what a refusal must leave alone."""
+    import hashlib
+
+    return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(root.rglob("*")) if path.is_file() and ".git" not in path.relative_to(root).parts}
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+@pytest.mark.parametrize("make, args, message", [
+    (lambda r: (r / "results").write_text("x"), ["--results", "results"], "--results {repo}/results: not a directory"),
+    (lambda r: None, ["--results", "out", "--work", "out"], "overlap"),
+    (lambda r: None, ["--results", "out", "--work", "out/envs"], "overlap"),
+    (lambda r: None, ["--results", "out/res", "--work", "out"], "overlap"),
+    (lambda r: None, ["--results", ".git/res"], "inside the repository's .git"),
+    (lambda r: None, ["--html", "."], "--html . is the repository"),
+    (lambda r: None, ["--html", "results"], "--html results is the results"),
+    (lambda r: (r / "site").mkdir() or (r / "site" / "notes.md").write_text("mine"), ["--html", "site"],
+     "is not empty and is not a site"),
+    (lambda r: None, ["--html", "no/such/place"], "does not exist"),
+    (lambda r: None, ["--npm-cache", "nowhere"], "--npm-cache nowhere: no such folder"),
+    (lambda r: (r / "sgemm" / "catalogue.toml").write_text("[suite\n"), [], "the catalogue cannot be read"),
+])
+def test_every_place_and_the_catalogue_are_checked_before_any_measuring(repo, make, args, message, dry_run):
+    """The dry run runs exactly the checks the real run makes first: a bad --html is refused before an hour of
+    measuring, not after it, and nothing in the repository changes."""
+    make(repo)
+    before = tree_digest(repo)
+    done = sgemm_history(*args, "--machine", "box", *(["--dry-run"] if dry_run else []), cwd=repo)
+    assert done.returncode == 2, done.stderr
+    assert message.replace("{repo}", str(repo)) in done.stderr and "Traceback" not in done.stderr
+    assert "commits to measure" not in done.stderr  # refused before the plan, let alone the measuring
+    assert tree_digest(repo) == before
+
+
+def test_first_is_said_to_be_left_aside_once_the_machine_has_runs(repo, tmp_path, monkeypatch):
+    chosen = history.plan(repo, tmp_path / "results", "box", gpu=True, first=3)
+    assert not chosen.notes
+    monkeypatch.setattr(history, "_known_commits", lambda _repo, hashes: [repo.commits[2]])
+    monkeypatch.setattr(history.asvsuite, "runs", lambda *_: [type("R", (), {
+        "commit": repo.commits[2], "run": type("D", (), {"duration": {"x": 60.0}})()})()])
+    (tmp_path / "results" / "box").mkdir(parents=True)
+    later = history.plan(repo, tmp_path / "results", "box", gpu=True, first=3)
+    assert later.commits == (repo.commits[4], repo.commits[3])
+    assert any("--first 3 left aside" in line for line in later.describe())
+    assert not history.plan(repo, tmp_path / "results", "box", gpu=True).notes  # not asked for: nothing to say
+
+
 # --- Sharded: real asv runs of a synthetic suite, two shards at once, joined --------------------------------------
 
 def test_two_shards_run_at_once_and_join_into_the_run_of_one_gpu(two_gpu_results, tmp_path, monkeypatch):

@@ -160,3 +160,18 @@ def test_the_command_learns_paired_noise_from_gates_work_folders(tmp_path):
     assert set(noise.read(tmp_path / "noise" / "box.json", "box", ROUND)[0]["paired"]) == {"fp16/k 64x64x64"}
     missing = sgemm("--rounds", str(tmp_path / "nowhere"), "--machine", "box", cwd=tmp_path)
     assert missing.returncode == 2 and "no such folder" in missing.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--machine", ".."], "a machine name is 1 to 64 letters"),
+    (["--machine", "../GEMM/x"], "a machine name is 1 to 64 letters"),
+    (["--machine", "box", "--out", "{tmp}/no/such/dir/n.json"], "does not exist"),
+    (["--machine", "box", "--out", "{tmp}"], "is a directory: name a file"),
+])
+def test_a_name_or_a_place_that_would_write_elsewhere_is_refused_before_reading(tmp_path, args, message):
+    write_paired_gate(tmp_path / "gate", [{"fp16/k 64x64x64": 1.0}, {"fp16/k 64x64x64": 1.001}])
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    done = sgemm("--rounds", str(tmp_path / "gate"), "--repo", str(tmp_path),
+                 *[a.replace("{tmp}", str(tmp_path)) for a in args], cwd=tmp_path)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
