@@ -35,6 +35,7 @@ from . import asvsuite, catalogue
 from .asvconf import write_asv_config
 from .atomic import write_atomically
 from .measuring.record import CASES_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
+from .progress import follow_asv
 from .shards import Shard, ShardError, assign, identical_gpus, recorded_costs, write_joined
 
 DEFAULT_FIRST = 1
@@ -194,8 +195,8 @@ def _asv_run(chosen: Plan, hashes: Path) -> list[str]:
 
 
 def run(repo: Path, chosen: Plan, results_dir: Path, work_dir: Path) -> int:
-    """`asv run` of the plan into `results_dir` (asv's environments under `work_dir`), its progress shown as asv
-    prints it; returns asv's exit status."""
+    """`asv run` of the plan into `results_dir` (asv's environments under `work_dir`): asv's output into a log under
+    `work_dir`/logs, its progress in a few lines (sgemm.progress); returns asv's exit status."""
     if not chosen.commits:
         return 0
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -209,7 +210,10 @@ def run(repo: Path, chosen: Plan, results_dir: Path, work_dir: Path) -> int:
             command += ["--bench", pattern]
         cases = suite_cases(repo) if chosen.gpu else []
         reference = reference_tree(repo, work_dir) if chosen.gpu else None
-        return subprocess.run(command, cwd=repo, env=_asv_environment(cases, reference)).returncode
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        status, _ = follow_asv(command, work_dir / "logs" / f"asv-run-{stamp}.log", cwd=repo,
+                               env=_asv_environment(cases, reference))
+        return status
 
 
 # --- Several identical GPUs ----------------------------------------------------------------------------------------
