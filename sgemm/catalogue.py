@@ -10,6 +10,7 @@ import functools
 import math
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +26,10 @@ TMA_OPERANDS = ("A", "B", "C")  # the order a kernel receives their descriptors 
 TMA_SWIZZLES = (0, 32, 64, 128)  # bytes; 0: none
 MAX_TMA_BOX = 256  # elements along each dimension of a TMA box
 
+# Which fields of a [[kernel]] table a kernel must have; what each may hold is _KERNEL_FIELDS (below).
 _REQUIRED = {"name", "technique", "min_compute_capability"}
 _COMPILED = {"source", "entry", "block_threads", "block_tile", "multiple_of"}
 _LAUNCH = {"shared_memory", "cluster", "grid", "tma", "target"}
-_OPTIONAL = {"library", "origins", "pitch", "may_spill", "renamed_from", "sizes"} | _LAUNCH
-_PRECISION_FIELDS = {"name", "input", "accumulate", "output", "baseline", "tolerance", "flop_per_sm_per_clock"}
 
 
 def _default_kernel_dir() -> Path:
@@ -202,121 +202,290 @@ class Kernel:
         return (*self.block_threads, 1)
 
 
-def _pair(entry: str, field: str, value) -> tuple[int, int]:
-    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) and v > 0 for v in value)):
-        raise CatalogueError(f"{entry}: {field} must be two positive integers, got {value!r}")
-    return (value[0], value[1])
+# --- What each table's fields must hold -----------------------------------------------------------------------------
+#
+# Every table the catalogue has is checked against a schema (field -> kind) in one place, _checked, before anything is
+# built from it, so the builders below meet only values of the right type and shape; what they still check is what a
+# schema cannot say (a precision that exists, a source file that does, a size the suite has). A kind is a function
+# that returns the value as the dataclasses hold it (a TOML array as a tuple) or raises _Wrong.
 
 
-def _renamed_from(name: str, value) -> tuple[str, ...]:
-    old_names = [value] if isinstance(value, str) else value
-    if not (isinstance(old_names, list) and all(isinstance(old, str) for old in old_names)):
-        raise CatalogueError(f"{name}: renamed_from must be a kernel name or a list of them, got {value!r}")
+class _Wrong(Exception):
+    """A value is not of its field's kind: the rule it breaks, what was found, and where below the field (".m",
+    "[2]") when the value is a table or an array."""
+
+    def __init__(self, rule: str, found: object, at: str = ""):
+        super().__init__(rule)
+        self.rule, self.found, self.at = rule, found, at
+
+
+Kind = Callable[[object], object]
+
+
+def _kind(rule: str, accept: Callable[[object], bool], build: Callable[[object], object] = lambda value: value) -> Kind:
+    def check(value):
+        if not accept(value):
+            raise _Wrong(rule, value)
+        return build(value)
+
+    return check
+
+
+def _below(step: str, kind: Kind, value: object):
+    try:
+        return kind(value)
+    except _Wrong as wrong:
+        raise _Wrong(wrong.rule, wrong.found, step + wrong.at) from None
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # TOML's true is an int to Python
+
+
+def int_from(low: int, high: int | None = None, *, rule: str) -> Kind:
+    return _kind(rule, lambda v: _is_int(v) and low <= v and (high is None or v <= high))
+
+
+positive_int = int_from(1, rule="must be a positive integer")
+nonempty_str = _kind("must be a non-empty string", lambda v: isinstance(v, str) and v != "")
+boolean = _kind("must be true or false", lambda v: isinstance(v, bool))
+# A bare 7.0 or 8 reads as a compute capability to a person and lists as 0.7 or 0.8: only the file's own form passes.
+compute_capability = int_from(10, rule="must be an integer such as 80 for compute capability 8.0 (major * 10 + minor)")
+
+
+mnk_shape = _kind("must be 'MxNxK' with M, N and K at least 1",
+                  lambda v: isinstance(v, str) and re.fullmatch(r"0*[1-9]\d*x0*[1-9]\d*x0*[1-9]\d*", v) is not None,
+                  lambda v: tuple(int(part) for part in v.split("x")))
+
+
+def one_of(choices: tuple, unit: str = "") -> Kind:
+    # Compared with their types, or false would pass as a swizzle of 0.
+    return _kind(f"must be one of {choices}{unit}", lambda v: any(type(v) is type(c) and v == c for c in choices))
+
+
+def matching(pattern: str, rule: str) -> Kind:
+    return _kind(rule, lambda v: isinstance(v, str) and re.fullmatch(pattern, v) is not None)
+
+
+def int_tuple(length: int, rule: str, item: Kind = positive_int) -> Kind:
+    def check(value):
+        if not (isinstance(value, list) and len(value) == length):
+            raise _Wrong(rule, value)
+        try:
+            return tuple(item(v) for v in value)
+        except _Wrong:
+            raise _Wrong(rule, value) from None  # the whole array says more than one element of it
+
+    return check
+
+
+def list_of(item: Kind, rule: str, nonempty: bool = False) -> Kind:
+    def check(value):
+        if not isinstance(value, list) or (nonempty and not value):
+            raise _Wrong(rule, value)
+        return tuple(_below(f"[{i}]", item, v) for i, v in enumerate(value))
+
+    return check
+
+
+def table_of(fields: dict[str, Kind], rule: str, required: set[str] | None = None, closed: bool = True,
+             build: Callable[[dict], object] = dict) -> Kind:
+    """A TOML table with these fields (all required unless `required` says which), each of its kind."""
+    required = set(fields) if required is None else required
+
+    def check(value):
+        if not isinstance(value, dict):
+            raise _Wrong(rule, value)
+        missing, unknown = required - value.keys(), value.keys() - fields.keys() if closed else set()
+        if missing or unknown:
+            wrong = [f"{what} {', '.join(sorted(keys))}" for what, keys in (("lacks", missing), ("also has", unknown))
+                     if keys]
+            raise _Wrong(f"{rule} (it {' and '.join(wrong)})", value)
+        return build({key: _below(f".{key}", fields[key], v) for key, v in value.items() if key in fields})
+
+    return check
+
+
+def mapping(key_pattern: str, item: Kind, rule: str, build: Callable[[dict], object] = dict) -> Kind:
+    """A TOML table whose keys follow a pattern (TOML keys are strings, even 90), each value of one kind."""
+
+    def check(value):
+        if not (isinstance(value, dict) and all(re.fullmatch(key_pattern, key) for key in value)):
+            raise _Wrong(rule, value)
+        return build({key: _below(f".{key}", item, v) for key, v in value.items()})
+
+    return check
+
+
+def _checked(where: str, table: dict, fields: dict[str, Kind], required: set[str], closed: bool = True) -> dict:
+    """The table's fields, each checked against its kind and built; CatalogueError naming `where`, the field, the rule
+    and the value found, for the first that is missing, unknown (a closed table) or of the wrong kind."""
+    missing = required - table.keys()
+    unknown = table.keys() - fields.keys() if closed else set()
+    if missing or unknown:
+        problems = [f"{what} fields {sorted(keys)}" for what, keys in (("missing", missing), ("unknown", unknown))
+                    if keys]
+        raise CatalogueError(f"{where}: {', '.join(problems)}")
+    checked = {}
+    for key, value in table.items():
+        if key in fields:
+            try:
+                checked[key] = fields[key](value)
+            except _Wrong as wrong:
+                raise CatalogueError(f"{where}: {key}{wrong.at} {wrong.rule}, got {wrong.found!r}") from None
+    return checked
+
+
+def _label(section: str, number: int, name: object, prefix: str = "") -> str:
+    """What a message calls a table: its name, or where it stands in the file when it has no usable name."""
+    if isinstance(name, str) and name:
+        return prefix + name
+    return f"[[{section}]] table {number} (counting from 1)"
+
+
+def _tables(section: str) -> Kind:
+    table = _kind("must be a table", lambda v: isinstance(v, dict))
+    return list_of(table, f"must be an array of tables ([[{section}]])")
+
+
+_FILE_FIELDS = {
+    "precision": _tables("precision"),
+    "suite": _kind("must be a table ([suite])", lambda v: isinstance(v, dict)),
+    "seed": _tables("seed"),
+    "kernel": _tables("kernel"),
+}
+
+_PRECISION_FIELDS = {
+    "name": matching(r"[a-z0-9]+", "must be lower-case letters and digits"),
+    "input": one_of(tuple(ELEMENT_BYTES)),
+    "accumulate": one_of(ACCUMULATE_TYPES),
+    "output": one_of(tuple(ELEMENT_BYTES)),
+    "baseline": nonempty_str,
+    "tolerance": _kind("must be a relative error between 0 and 1, such as 1e-4",
+                       lambda v: isinstance(v, float) and 0 < v < 1),
+    "flop_per_sm_per_clock": mapping(r"\d+", positive_int, "maps compute capabilities (e.g. 90) to whole rates",
+                                     build=lambda rates: tuple((int(cc), rate) for cc, rate in rates.items())),
+}
+
+_SIZES = list_of(positive_int, "must be a non-empty list of square sizes", nonempty=True)
+_SUITE_FIELDS = {
+    "sizes": _SIZES,
+    "kernel_sizes": _SIZES,
+    "sweep_kernels": list_of(nonempty_str, "must be a list of kernel names"),
+    "sweep_shapes": list_of(mnk_shape, "must be a list of 'MxNxK' strings"),
+    "architectures": list_of(nonempty_str, "must be a list of architectures such as 'sm_90'"),
+    "reference": matching(r"[0-9a-f]{40}", "must be a full commit hash (40 hex digits)"),
+}
+
+_SEED_FIELDS = {"file": nonempty_str, "title": nonempty_str, "sizes": _SIZES, "name": nonempty_str}
+
+_PAIR = "must be two positive integers"
+_KERNEL_FIELDS = {
+    "name": nonempty_str,
+    "technique": nonempty_str,
+    "min_compute_capability": compute_capability,
+    "library": nonempty_str,
+    "origins": list_of(table_of({"seed": nonempty_str, "label": nonempty_str},
+                                "must be a table { seed = file, label = step }", closed=False,
+                                build=lambda o: Origin(o["seed"], o["label"])),
+                       "must be a list of { seed = file, label = step } tables"),
+    "renamed_from": _kind("must be a kernel name or a list of them",
+                          lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(o, str) for o in v)),
+                          lambda v: (v,) if isinstance(v, str) else tuple(v)),
+    "sizes": list_of(positive_int, "must be a non-empty list of the suite's sizes", nonempty=True),
+    "source": nonempty_str,
+    "entry": nonempty_str,
+    "block_threads": int_tuple(2, _PAIR),
+    "block_tile": int_tuple(2, _PAIR),
+    "multiple_of": table_of({dim: positive_int for dim in "mnk"}, "needs exactly m, n and k, each a positive integer",
+                            build=lambda d: (d["m"], d["n"], d["k"])),
+    "pitch": positive_int,
+    "may_spill": boolean,
+    "shared_memory": int_from(0, MAX_SHARED_BYTES, rule=f"must be 0 to {MAX_SHARED_BYTES} bytes"),
+    "cluster": int_tuple(3, "must be three positive integers"),
+    "grid": one_of(GRID_RULES),
+    "tma": table_of({operand: table_of({"box": int_tuple(2, _PAIR), "swizzle": one_of(TMA_SWIZZLES, " bytes")},
+                                       "needs exactly box and swizzle")
+                     for operand in TMA_OPERANDS},
+                    f"maps operands {TMA_OPERANDS} to {{ box = [rows, cols], swizzle = bytes }}", required=set()),
+    "target": matching(r"sm_\d+a", "names an architecture-specific target such as 'sm_90a'"),
+}
+
+
+def _renamed_from(name: str, old_names: tuple[str, ...]) -> tuple[str, ...]:
     precision = name.partition("/")[0]
     for old in old_names:
         # Another precision is another problem: its figures say nothing about this kernel's.
         old_precision, _, family = old.partition("/")
         if old == name or old_precision != precision or not family or "/" in family:
             raise CatalogueError(f"{name}: renamed_from {old!r} must be another '{precision}/<kernel>' name")
-    return tuple(old_names)
+    return old_names
 
 
-def _sizes(name: str, value, suite: dict) -> tuple[int, ...]:
+def _sizes(name: str, own: tuple[int, ...] | None, suite: dict) -> tuple[int, ...]:
     """The entry's suite sizes: its own, or [suite] kernel_sizes (or, without those, every size of the suite)."""
-    every = suite.get("sizes", [])
-    sizes = suite.get("kernel_sizes", every) if value is None else value
-    if not (isinstance(sizes, list) and sizes and all(size in every for size in sizes)):
-        raise CatalogueError(f"{name}: sizes must be some of the suite's sizes {every}, got {value!r}")
-    return tuple(sizes)
+    every = suite["sizes"]
+    if own is not None and not set(own) <= set(every):
+        raise CatalogueError(f"{name}: sizes must be some of the suite's sizes {list(every)}, got {list(own)}")
+    return suite.get("kernel_sizes", every) if own is None else own
 
 
-def _tma(name: str, value, types: Precision) -> tuple[TmaOperand, ...]:
-    if not isinstance(value, dict) or not set(value) <= set(TMA_OPERANDS):
-        raise CatalogueError(f"{name}: tma maps operands {TMA_OPERANDS} to {{ box = [rows, cols], swizzle = bytes }}")
-    copies = []
+def _tma(name: str, copies: dict[str, dict], types: Precision) -> tuple[TmaOperand, ...]:
+    made = []
     for operand in TMA_OPERANDS:
-        if operand not in value:
+        if operand not in copies:
             continue
-        spec = value[operand]
-        if not isinstance(spec, dict) or set(spec) != {"box", "swizzle"}:
-            raise CatalogueError(f"{name}: tma.{operand} needs exactly box and swizzle, got {spec!r}")
-        box = _pair(name, f"tma.{operand}.box", spec["box"])
+        box, swizzle = copies[operand]["box"], copies[operand]["swizzle"]
         if max(box) > MAX_TMA_BOX:
             raise CatalogueError(f"{name}: tma.{operand}.box {list(box)}: at most {MAX_TMA_BOX} a dimension")
-        if spec["swizzle"] not in TMA_SWIZZLES:
-            raise CatalogueError(f"{name}: tma.{operand}.swizzle must be one of {TMA_SWIZZLES} bytes")
         row_bytes = box[1] * ELEMENT_BYTES[types.element_type(operand)]
-        if spec["swizzle"] and row_bytes > spec["swizzle"]:
+        if swizzle and row_bytes > swizzle:
             raise CatalogueError(f"{name}: tma.{operand}: a row of the box ({row_bytes} bytes) must fit the "
-                                 f"{spec['swizzle']}-byte swizzle")
-        copies.append(TmaOperand(operand, box, spec["swizzle"]))
-    return tuple(copies)
+                                 f"{swizzle}-byte swizzle")
+        made.append(TmaOperand(operand, box, swizzle))
+    return tuple(made)
 
 
-def _launch_fields(name: str, table: dict, types: Precision) -> dict:
-    """shared_memory, cluster, grid, tma and target, checked."""
-    shared = table.get("shared_memory", 0)
-    if not (isinstance(shared, int) and 0 <= shared <= MAX_SHARED_BYTES):
-        raise CatalogueError(f"{name}: shared_memory must be 0 to {MAX_SHARED_BYTES} bytes, got {shared!r}")
-    cluster = table.get("cluster", [1, 1, 1])
-    if not (isinstance(cluster, list) and len(cluster) == 3 and all(isinstance(c, int) and c > 0 for c in cluster)):
-        raise CatalogueError(f"{name}: cluster must be three positive integers, got {cluster!r}")
-    grid = table.get("grid", "tiles")
-    if grid not in GRID_RULES:
-        raise CatalogueError(f"{name}: grid must be one of {GRID_RULES}, got {grid!r}")
-    target = table.get("target")
-    if target is not None and not (isinstance(target, str) and re.fullmatch(r"sm_\d+a", target)):
-        raise CatalogueError(f"{name}: target names an architecture-specific target such as 'sm_90a', got {target!r}")
-    return dict(shared_memory=shared, cluster=tuple(cluster), grid_rule=grid, target=target,
-                tma=_tma(name, table.get("tma", {}), types))
-
-
-def _kernel_from_table(table: dict, kernel_dir: Path, precisions: dict[str, Precision], suite: dict) -> Kernel:
-    name = table.get("name", "<unnamed>")
-    missing = _REQUIRED - table.keys()
-    unknown = table.keys() - _REQUIRED - _COMPILED - _OPTIONAL
-    if missing or unknown:
-        raise CatalogueError(f"{name}: missing fields {sorted(missing)}, unknown fields {sorted(unknown)}")
+def _kernel_from_table(number: int, table: dict, kernel_dir: Path, precisions: dict[str, Precision],
+                       suite: dict) -> Kernel:
+    fields = _checked(_label("kernel", number, table.get("name")), table, _KERNEL_FIELDS, _REQUIRED)
+    name = fields["name"]
     precision, _, family = name.partition("/")
     if precision not in precisions or not family or "/" in family:
         raise CatalogueError(f"{name}: a name is '<precision>/<kernel>' with precision one of {tuple(precisions)}")
-    origins = tuple(Origin(o["seed"], o["label"]) for o in table.get("origins", []))
+    types = precisions[precision]
     common = dict(
         name=name,
-        technique=table["technique"],
-        min_compute_capability=int(table["min_compute_capability"]),
-        types=precisions[precision],
-        origins=origins,
-        renamed_from=_renamed_from(name, table.get("renamed_from", [])),
-        sizes=_sizes(name, table.get("sizes"), suite),
+        technique=fields["technique"],
+        min_compute_capability=fields["min_compute_capability"],
+        types=types,
+        origins=fields.get("origins", ()),
+        renamed_from=_renamed_from(name, fields.get("renamed_from", ())),
+        sizes=_sizes(name, fields.get("sizes"), suite),
     )
-    if "library" in table:
-        if extra := table.keys() & (_COMPILED | _LAUNCH | {"pitch", "may_spill"}):
+    if "library" in fields:
+        if extra := fields.keys() & (_COMPILED | _LAUNCH | {"pitch", "may_spill"}):
             raise CatalogueError(f"{name}: a library kernel has no {sorted(extra)}")
-        return Kernel(library=table["library"], **common)
+        return Kernel(library=fields["library"], **common)
 
-    if missing := _COMPILED - table.keys():
+    if missing := _COMPILED - fields.keys():
         raise CatalogueError(f"{name}: a compiled kernel needs {sorted(missing)}")
-    if not (kernel_dir / table["source"]).is_file():
-        raise CatalogueError(f"{name}: source {table['source']!r} is not in {kernel_dir}")
-    multiple_of = table["multiple_of"]
-    if set(multiple_of) != {"m", "n", "k"}:
-        raise CatalogueError(f"{name}: multiple_of needs exactly m, n and k, got {sorted(multiple_of)}")
-    pitch = table.get("pitch", 1)
-    if not (isinstance(pitch, int) and pitch > 0):
-        raise CatalogueError(f"{name}: pitch must be a positive integer, got {pitch!r}")
-    if not isinstance(table.get("may_spill", False), bool):
-        raise CatalogueError(f"{name}: may_spill must be true or false")
+    if not (kernel_dir / fields["source"]).is_file():
+        raise CatalogueError(f"{name}: source {fields['source']!r} is not in {kernel_dir}")
     return Kernel(
         kernel_dir=kernel_dir,
-        source=table["source"],
-        entry=table["entry"],
-        block_threads=_pair(name, "block_threads", table["block_threads"]),
-        block_tile=_pair(name, "block_tile", table["block_tile"]),
-        multiple_of=(multiple_of["m"], multiple_of["n"], multiple_of["k"]),
-        pitch=pitch,
-        may_spill=table.get("may_spill", False),
-        **_launch_fields(name, table, common["types"]),
+        source=fields["source"],
+        entry=fields["entry"],
+        block_threads=fields["block_threads"],
+        block_tile=fields["block_tile"],
+        multiple_of=fields["multiple_of"],
+        pitch=fields.get("pitch", 1),
+        may_spill=fields.get("may_spill", False),
+        shared_memory=fields.get("shared_memory", 0),
+        cluster=fields.get("cluster", (1, 1, 1)),
+        grid_rule=fields.get("grid", "tiles"),
+        target=fields.get("target"),
+        tma=_tma(name, fields.get("tma", {}), types),
         **common,
     )
 
@@ -327,43 +496,41 @@ def _parsed(text: str) -> dict:
 
 
 def _read(path: Path) -> dict:
-    """The file's tables (shared: read them, never change them). Parsed once per distinct text: every asv benchmark
-    process asks for its kernel, thousands a run, and a parse costs more than the rest of a reading one together."""
+    """The file's tables (shared: read them, never change them), their top level checked. Parsed once per distinct
+    text: every asv benchmark process asks for its kernel, thousands a run, and a parse costs more than the rest of a
+    reading one together."""
     try:
-        return _parsed(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = _parsed(Path(path).read_text())
+    except OSError as exc:
         raise CatalogueError(f"cannot read {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogueError(f"cannot read {path}: {_syntax_error(exc)}") from None
+    _checked(str(path), data, _FILE_FIELDS, required=set(), closed=False)
+    return data
 
 
-def _precision_from_table(table: dict) -> Precision:
-    name = table.get("name", "<unnamed>")
-    if missing := _PRECISION_FIELDS - table.keys():
-        raise CatalogueError(f"precision {name}: missing fields {sorted(missing)}")
-    if unknown := table.keys() - _PRECISION_FIELDS:
-        raise CatalogueError(f"precision {name}: unknown fields {sorted(unknown)}")
-    if not re.fullmatch(r"[a-z0-9]+", name):
-        raise CatalogueError(f"precision {name!r}: a name is lower-case letters and digits")
-    for field, allowed in (("input", tuple(ELEMENT_BYTES)), ("accumulate", ACCUMULATE_TYPES),
-                           ("output", tuple(ELEMENT_BYTES))):
-        if table[field] not in allowed:
-            raise CatalogueError(f"precision {name}: {field} must be one of {allowed}, got {table[field]!r}")
-    tolerance = table["tolerance"]
-    if not (isinstance(tolerance, float) and 0 < tolerance < 1):
-        raise CatalogueError(f"precision {name}: tolerance must be a relative error between 0 and 1, "
-                             f"got {tolerance!r}")
-    try:
-        rates = tuple((int(cc), int(rate)) for cc, rate in table["flop_per_sm_per_clock"].items())
-    except (AttributeError, ValueError) as exc:
-        raise CatalogueError(f"precision {name}: flop_per_sm_per_clock maps compute capabilities (e.g. 90) to "
-                             f"whole rates: {exc}") from exc
-    return Precision(name, table["input"], table["accumulate"], table["output"], table["baseline"], tolerance, rates)
+def _syntax_error(exc: tomllib.TOMLDecodeError) -> str:
+    """tomllib's own words, with the place it gives (line and column, or the end of the file) put first."""
+    message = str(exc)
+    if found := re.fullmatch(r"(.*) \(at line (\d+), column (\d+)\)", message, re.DOTALL):
+        return f"not valid TOML at line {found[2]}, column {found[3]}: {found[1]}"
+    if found := re.fullmatch(r"(.*) \(at end of document\)", message, re.DOTALL):
+        return f"not valid TOML at the end of the file: {found[1]}"
+    return f"not valid TOML: {message}"
+
+
+def _precision_from_table(number: int, table: dict) -> Precision:
+    where = _label("precision", number, table.get("name"), prefix="precision ")
+    fields = _checked(where, table, _PRECISION_FIELDS, set(_PRECISION_FIELDS))
+    return Precision(fields["name"], fields["input"], fields["accumulate"], fields["output"], fields["baseline"],
+                     fields["tolerance"], fields["flop_per_sm_per_clock"])
 
 
 def load_precisions(path: Path = CATALOGUE_PATH) -> dict[str, Precision]:
     """The [[precision]] tables by name, in file order (the order the suite's precision parameter lists them)."""
     precisions: dict[str, Precision] = {}
-    for table in _read(path).get("precision", []):
-        precision = _precision_from_table(table)
+    for number, table in enumerate(_read(path).get("precision", []), start=1):
+        precision = _precision_from_table(number, table)
         if precision.name in precisions:
             raise CatalogueError(f"precision {precision.name}: listed twice")
         precisions[precision.name] = precision
@@ -376,8 +543,8 @@ def load_catalogue(path: Path = CATALOGUE_PATH, kernel_dir: Path = KERNEL_DIR) -
     precisions = load_precisions(path)
     suite = _suite(path)
     kernels: dict[str, Kernel] = {}
-    for table in data.get("kernel", []):
-        kernel = _kernel_from_table(table, Path(kernel_dir), precisions, suite)
+    for number, table in enumerate(data.get("kernel", []), start=1):
+        kernel = _kernel_from_table(number, table, Path(kernel_dir), precisions, suite)
         if kernel.name in kernels:
             raise CatalogueError(f"{kernel.name}: listed twice")
         kernels[kernel.name] = kernel
@@ -400,10 +567,17 @@ def _check_old_names(kernels: dict[str, Kernel]) -> None:
 
 
 def _suite(path: Path) -> dict:
-    try:
-        return _read(path)["suite"]
-    except (CatalogueError, KeyError) as exc:
-        raise CatalogueError(f"cannot read the [suite] table of {path}: {exc}") from exc
+    """The [suite] table, checked: its fields as tuples and strings (fields it does not know are left out)."""
+    data = _read(path)
+    if "suite" not in data:
+        raise CatalogueError(f"{path} has no [suite] table")
+    where = f"the [suite] table of {path}"
+    suite = _checked(where, data["suite"], _SUITE_FIELDS, required={"sizes"}, closed=False)
+    # Checked here rather than at the first kernel that takes the default, which would otherwise be the one blamed.
+    if not set(suite.get("kernel_sizes", ())) <= set(suite["sizes"]):
+        raise CatalogueError(f"{where}: kernel_sizes must be some of its sizes {list(suite['sizes'])}, "
+                             f"got {list(suite['kernel_sizes'])}")
+    return suite
 
 
 def default_sizes(path: Path = CATALOGUE_PATH) -> list[int]:
@@ -430,37 +604,33 @@ class Seed:
 
 def seeds(path: Path = CATALOGUE_PATH) -> list[Seed]:
     """The [[seed]] tables: the worklogs the kernels' origins point to, in file order."""
-    try:
-        tables = _read(path).get("seed", [])
-        return [Seed(t["file"], t["title"], tuple(int(size) for size in t["sizes"]), t.get("name", ""))
-                for t in tables]
-    except (CatalogueError, KeyError, TypeError, ValueError) as exc:
-        raise CatalogueError(f"cannot read the [[seed]] tables of {path}: {exc}") from exc
+    made = []
+    for number, table in enumerate(_read(path).get("seed", []), start=1):
+        fields = _checked(_label("seed", number, table.get("file"), prefix="[[seed]] "), table, _SEED_FIELDS,
+                          required={"file", "title", "sizes"}, closed=False)
+        made.append(Seed(fields["file"], fields["title"], fields["sizes"], fields.get("name", "")))
+    return made
 
 
 def sweep(path: Path = CATALOGUE_PATH) -> tuple[list[str], list[tuple[int, int, int]]]:
     """Seed 003's M/N/K sweep: the kernel names and the (M, N, K) shapes the asv class GemmShapes runs."""
     suite = _suite(path)
-    try:
-        shapes = [tuple(int(part) for part in text.split("x")) for text in suite["sweep_shapes"]]
-    except (KeyError, ValueError) as exc:
-        raise CatalogueError(f"{path}: [suite] sweep_shapes must be 'MxNxK' strings: {exc}") from exc
-    if any(len(shape) != 3 or min(shape) < 1 for shape in shapes):
-        raise CatalogueError(f"{path}: [suite] sweep_shapes must be 'MxNxK' with M, N, K >= 1")
-    return list(suite.get("sweep_kernels", [])), shapes
+    if "sweep_shapes" not in suite:
+        raise CatalogueError(f"the [suite] table of {path} lacks sweep_shapes (e.g. [\"256x1024x1024\"])")
+    return list(suite.get("sweep_kernels", [])), list(suite["sweep_shapes"])
 
 
 def reference(path: Path = CATALOGUE_PATH) -> str | None:
     """The commit the history times every kernel against, paired in one process ([suite] reference), or None."""
-    value = _suite(path).get("reference")
-    if value is not None and not (isinstance(value, str) and re.fullmatch(r"[0-9a-f]{40}", value)):
-        raise CatalogueError(f"{path}: [suite] reference must be a full commit hash (40 hex digits), got {value!r}")
-    return value
+    return _suite(path).get("reference")
 
 
 def architectures(path: Path = CATALOGUE_PATH) -> list[str]:
     """The GPU architectures (e.g. 'sm_90') whose resource usage is tracked."""
-    return list(_suite(path)["architectures"])
+    suite = _suite(path)
+    if "architectures" not in suite:
+        raise CatalogueError(f"the [suite] table of {path} lacks architectures (e.g. [\"sm_80\", \"sm_90\"])")
+    return list(suite["architectures"])
 
 
 def baseline(precision: str, kernels: dict[str, Kernel] | None = None) -> Kernel:
