@@ -6,6 +6,7 @@ This module uses the standard library only, so that the asv suite can load the *
 
 from __future__ import annotations
 
+import difflib
 import functools
 import math
 import re
@@ -45,8 +46,16 @@ class CatalogueError(ValueError):
 
 
 class UnknownKernelError(LookupError):
+    """A name or prefix no kernel answers to: the message offers the closest names, not all of them (`sgemm list`
+    shows every one)."""
+
+    CLOSEST = 5
+
     def __init__(self, name: str, known: list[str]):
-        super().__init__(f"unknown kernel {name!r}; known kernels: {', '.join(known)}")
+        prefixes = sorted({k.partition("/")[0] for k in known})
+        close = difflib.get_close_matches(name, [*known, *prefixes], n=self.CLOSEST, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}?" if close else f"names start with {', '.join(p + '/' for p in prefixes)}"
+        super().__init__(f"unknown kernel {name!r}; {hint} (`sgemm list` shows all {len(known)})")
         self.name = name
 
 

@@ -48,8 +48,8 @@ def test_list_wide_shows_every_column_in_full(capsys):
 def test_an_unknown_kernel_is_a_clear_error():
     done = run("list", "-k", "fp32/nope")
     assert done.returncode == 2
-    assert "unknown kernel 'fp32/nope'" in done.stderr and "fp32/naive" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert "unknown kernel 'fp32/nope'" in done.stderr and "sgemm list" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.splitlines()[0]) < 200
 
 
 @pytest.mark.parametrize("text", ["12x12", "axbxc", "0x4x4"])
