@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import shutil
 import sys
 import time
@@ -500,7 +501,9 @@ def cmd_publish(args) -> int:
     else:
         print(f"sgemm publish: warning: no cross-GPU page: {site.cross_gpu_skipped}", file=sys.stderr)
     print(f"site: {site.html_dir} ({len(site.vendored)} library tags now load vendored files; serve it over HTTP, "
-          f"e.g. `asv preview` or `python -m http.server -d {args.html}`)")
+          f"e.g. `asv preview` or `python -m http.server -d {shlex.quote(str(site.html_dir))}`)")
+    if site.kept:
+        print(f"kept {len(site.kept)} entries the tool did not make: {', '.join(site.kept)}")
     return 0
 
 

@@ -10,6 +10,15 @@ one this module made (it holds the marker file `.sgemm-site`), or empty, or not 
 is, holds or lies inside the results, or is or holds the repository, is refused before anything is written. A
 publish holds an exclusive lock on the HTML directory and a shared one on the results (see
 sgemm.publishing.merge.locked), so two publishes into one site, or a publish and a merge of its results, take turns.
+
+The marker is also the site's manifest: it names every file the publish wrote. A site is often made a git checkout
+(gh-pages) or given files of its own (CNAME) after it was first published, so a publish replaces only what the
+manifest names. Everything else in the old site is foreign and is moved, by rename, into the new site at the same
+place before the swap: a directory holding nothing the manifest names moves as one entry (or entry by entry, where
+the new site has that directory too), and a symlink is an entry that is never followed. A foreign entry where the
+new site has a file of its own (or a file where the foreign entry's directory would be) is refused, before anything
+is moved. A marker written before markers were manifests names no files; for such a site only a top-level `.git`
+is foreign, and everything else is replaced as it always was.
 """
 
 from __future__ import annotations
@@ -17,11 +26,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..asvconf import write_asv_config
 from ..catalogue import Kernel
@@ -34,8 +44,13 @@ CROSS_GPU_DIR = "gpus"
 CROSS_GPU_LABEL = "Across GPUs"
 # What of asv's output a failed publish shows: its last lines say why.
 ASV_OUTPUT_TAIL = 3000
-# In every site this module made; a directory without it is never replaced.
+# In every site this module made; a directory without it is never replaced. It lists the files the publish wrote.
 SITE_MARKER = ".sgemm-site"
+# The first line of a marker that is a manifest; a marker whose first line is anything else predates manifests.
+MANIFEST_HEADER = ("# made by sgemm publish; the next publish into this directory replaces the files listed here "
+                   "and keeps everything else")
+# All that a marker from before manifests lets a publish keep: the checkout that the bug report lost.
+LEGACY_FOREIGN = [".git"]
 
 
 class PublishError(RuntimeError):
@@ -48,6 +63,7 @@ class Site:
     cross_gpu: list[Path] = field(default_factory=list)  # the cross-GPU page's files; empty when it was left out
     cross_gpu_skipped: str = ""  # why there is no cross-GPU page
     vendored: list[Vendored] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # what the old site held that no publish made, moved across
 
 
 def check_inputs(repo: Path, results_dir: Path) -> None:
@@ -121,15 +137,126 @@ def check_size(results_dir: Path, size: int | None) -> None:
                            f"{', '.join(map(str, measured))})")
 
 
+def write_manifest(built: Path) -> None:
+    """The marker of the site built in `built`, naming every file in it; written before anything foreign joins it,
+    or the next publish would take the foreign files for its own and delete them."""
+    made = sorted(path.relative_to(built).as_posix() for path in _entries(built))
+    (built / SITE_MARKER).write_text("\n".join([MANIFEST_HEADER, *made]) + "\n", encoding="utf-8",
+                                     errors="surrogateescape")
+
+
+def read_manifest(html_dir: Path) -> frozenset[str] | None:
+    """The files the publish that made `html_dir` wrote; None for a marker from before markers listed them."""
+    try:
+        text = (html_dir / SITE_MARKER).read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError as exc:
+        raise PublishError(f"--html {html_dir}: cannot read its {SITE_MARKER} ({exc}), so cannot tell what in it "
+                           "`sgemm publish` made") from exc
+    lines = text.splitlines()
+    if not lines or lines[0] != MANIFEST_HEADER:
+        return None
+    return frozenset(line for line in lines[1:] if line and not line.startswith("#"))
+
+
+def _entries(root: Path):
+    """Every file, symlink or other non-directory under `root`, without following symlinks."""
+    for entry in os.scandir(root):
+        if entry.is_dir(follow_symlinks=False):
+            yield from _entries(Path(entry.path))
+        else:
+            yield Path(entry.path)
+
+
+def _is_real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def foreign_entries(html_dir: Path) -> list[str]:
+    """What the site in `html_dir` holds that no publish made, as POSIX paths relative to it: the largest entries,
+    so a directory holding no file of the manifest is one entry."""
+    made = read_manifest(html_dir)
+    if made is None:
+        return [name for name in LEGACY_FOREIGN if os.path.lexists(html_dir / name)]
+    made_dirs = {parent.as_posix() for path in made for parent in PurePosixPath(path).parents} - {"."}
+
+    def walk(rel: str):
+        for entry in sorted(os.scandir(html_dir / rel), key=lambda entry: entry.name):
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            # Directories first: one where the manifest names a file was put there by someone else.
+            if entry.is_dir(follow_symlinks=False):
+                if path in made_dirs:
+                    yield from walk(path)
+                else:
+                    yield path
+            elif path not in made and path != SITE_MARKER:
+                yield path
+
+    return list(walk(""))
+
+
+def plan_keeping(html_dir: Path, built: Path, foreign: list[str]) -> list[str]:
+    """The entries of `html_dir` to move into `built`, at the same paths, so that every foreign entry survives the
+    swap; PublishError, naming them, when the new site has something of its own where one must go."""
+    moves: list[str] = []
+    collisions: list[str] = []
+    pending = list(foreign)
+    while pending:
+        path = pending.pop(0)
+        blocker = next((parent.as_posix() for parent in reversed(PurePosixPath(path).parents)
+                        if parent.as_posix() != "." and os.path.lexists(built / parent)
+                        and not _is_real_dir(built / parent)), None)
+        if blocker is not None:
+            collisions.append(f"{path} (the new site has a file at {blocker})")
+        elif _is_real_dir(built / path) and _is_real_dir(html_dir / path):
+            # Both have this directory: keep what is in the old one, each entry on its own.
+            pending[:0] = sorted(f"{path}/{name}" for name in os.listdir(html_dir / path))
+        elif os.path.lexists(built / path):
+            collisions.append(path)
+        else:
+            moves.append(path)
+    if collisions:
+        raise PublishError(f"--html {html_dir} holds what `sgemm publish` did not make where the new site puts its "
+                           f"own: {', '.join(collisions)}; move them away and publish again (nothing was changed)")
+    return moves
+
+
+def _move(paths: list[str], source: Path, destination: Path, make_parents: bool = True
+          ) -> tuple[list[str], OSError | None]:
+    """Rename each path from under `source` to under `destination`, making the directories it needs unless told
+    not to; the paths moved before the first that could not be, and that one's error (None when all were)."""
+    done: list[str] = []
+    for path in paths:
+        try:
+            if make_parents:
+                (destination / path).parent.mkdir(parents=True, exist_ok=True)
+            os.rename(source / path, destination / path)
+        except OSError as exc:
+            return done, exc
+        done.append(path)
+    return done, None
+
+
 def _swap_in(built: Path, html_dir: Path) -> None:
-    """Put the finished site at `html_dir`, replacing the one there (checked replaceable under the lock)."""
+    """Put the finished site at `html_dir`, replacing the one there (checked replaceable under the lock, and
+    holding nothing but what a publish made); on OSError, the site that was there is back in place."""
     if not html_dir.exists():
         os.rename(built, html_dir)
         return
     # rename(2) may replace an empty directory: reserve a unique name, then move the old site onto it.
     old = Path(tempfile.mkdtemp(dir=html_dir.parent, prefix=f".{html_dir.name}.old-"))
-    os.rename(html_dir, old)
-    os.rename(built, html_dir)
+    try:
+        os.rename(html_dir, old)
+    except OSError:
+        old.rmdir()
+        raise
+    try:
+        os.rename(built, html_dir)
+    except OSError:
+        os.rename(old, html_dir)
+        raise
     shutil.rmtree(old, ignore_errors=True)
 
 
@@ -156,6 +283,7 @@ def _build_and_swap(repo: Path, results_dir: Path, html_dir: Path, kernels: dict
                     size: int | None, npm_cache: Path | None) -> Site:
     check_size(results_dir, size)
     staging = Path(tempfile.mkdtemp(dir=html_dir.parent, prefix=f".{html_dir.name}.building-"))
+    keep_staging = False  # once it may hold the only copy of something foreign
     try:
         built = staging / html_dir.name
         asv_publish(repo, results_dir, built)
@@ -174,11 +302,36 @@ def _build_and_swap(repo: Path, results_dir: Path, html_dir: Path, kernels: dict
                 site.vendored = vendor_assets(built, npm_cache)
             except SiteError as exc:
                 offline_error = exc  # the site is whole and goes up; it only needs the CDNs to be read
-        (built / SITE_MARKER).write_text("made by `sgemm publish`; the next publish into this directory replaces "
-                                         "it whole\n")
-        _swap_in(built, html_dir)
+        write_manifest(built)
+        # check_replaceable let through only a site with the marker, an empty directory or none.
+        foreign = foreign_entries(html_dir) if (html_dir / SITE_MARKER).is_file() else []
+        keep = plan_keeping(html_dir, built, foreign)
+        moved, error = _move(keep, html_dir, built)
+        if error is not None:
+            keep_staging = True  # until what was moved is back
+            _put_back(moved, built, html_dir)
+            keep_staging = False
+            raise PublishError(f"--html {html_dir}: could not move {keep[len(moved)]}, which `sgemm publish` did not "
+                               f"make, into the new site ({error}); nothing was changed")
+        try:
+            _swap_in(built, html_dir)
+        except OSError:
+            keep_staging = True
+            _put_back(moved, built, html_dir)
+            keep_staging = False
+            raise
+        site.kept = keep
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if not keep_staging:
+            shutil.rmtree(staging, ignore_errors=True)
     if offline_error is not None:
         raise offline_error
     return site
+
+
+def _put_back(moved: list[str], built: Path, html_dir: Path) -> None:
+    """Return what was moved into `built` to the old site; PublishError naming where it stays when it cannot."""
+    _, error = _move(moved, built, html_dir, make_parents=False)
+    if error is not None:
+        raise PublishError(f"--html {html_dir}: what `sgemm publish` did not make could not all be moved back "
+                           f"({error}); what is left of it is in {built}: move it back by hand") from error

@@ -3,6 +3,7 @@
 tree without Gemm results, and a directory that is no results tree; and the same through `sgemm publish`."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -235,9 +236,12 @@ def test_a_site_it_made_is_replaced_whole(two_gpu_site, two_gpu_results, npm_cac
     html_dir = tmp_path / "html"
     shutil.copytree(two_gpu_site[1], html_dir)
     (html_dir / "stale.html").write_text("from an earlier publish")
+    with (html_dir / SITE_MARKER).open("a") as marker:
+        marker.write("stale.html\n")  # as that earlier publish would have listed it
     site = publish_site(two_gpu_results.repo, two_gpu_results.results, html_dir, KERNELS, [], npm_cache=npm_cache)
     assert site.html_dir == html_dir and site.cross_gpu[0] == html_dir / CROSS_GPU_DIR / "README.md"
     assert not (html_dir / "stale.html").exists() and (html_dir / SITE_MARKER).is_file()
+    assert site.kept == []
     assert external_loads(html_dir / "index.html") == []
     assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "html"]
 
@@ -295,3 +299,227 @@ def test_a_publish_waits_for_the_lock_of_its_site(two_gpu_results, npm_cache, tm
         assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock"]
     worker.join(120)
     assert finished.is_set() and (html_dir / SITE_MARKER).is_file()
+
+
+# --- what a publish did not make survives it ----------------------------------------------------------------------
+
+LEGACY_MARKER_TEXT = "made by `sgemm publish`; the next publish into this directory replaces it whole\n"
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}
+
+
+def tree(root: Path) -> dict[str, object]:
+    """Everything under `root` without following a symlink: a file's bytes, a link's target, "dir" for a directory."""
+    found: dict[str, object] = {}
+    for entry in sorted(os.scandir(root), key=lambda entry: entry.name):
+        name = Path(entry.path).relative_to(root).as_posix()
+        if entry.is_symlink():
+            found[name] = ("link", os.readlink(entry.path))
+        elif entry.is_dir():
+            found[name] = "dir"
+            found.update({f"{name}/{inner}": what for inner, what in tree(Path(entry.path)).items()})
+        else:
+            found[name] = Path(entry.path).read_bytes()
+    return found
+
+
+# The files into which asv writes the time of the publish: equal in name only from one publish to the next.
+ASV_STAMPED = {"info.json", "regressions.xml"}
+
+
+def unstamped(found: dict[str, object]) -> dict[str, object]:
+    return {name: "stamped" if name in ASV_STAMPED else what for name, what in found.items()}
+
+
+def git_checkout(site: Path) -> None:
+    """Make `site` a git checkout, as `git clone -b gh-pages` would leave it: a .git of many files, nested dirs."""
+    for command in (["init", "-q", "-b", "gh-pages"], ["add", "-A"], ["commit", "-qm", "the site"]):
+        subprocess.run(["git", "-C", str(site), *command], check=True, env=GIT_ENV, capture_output=True)
+
+
+def republish(two_gpu_results, npm_cache, html_dir: Path):
+    return publish_site(two_gpu_results.repo, two_gpu_results.results, html_dir, KERNELS, [], npm_cache=npm_cache)
+
+
+@pytest.fixture(scope="module")
+def no_gemm_site(no_gemm_results, npm_cache, tmp_path_factory) -> Path:
+    """A site published from a tree without Gemm results: it has no gpus/ page, which the two-GPU tree's has."""
+    html_dir = tmp_path_factory.mktemp("no-gemm-site") / "html"
+    publish_site(no_gemm_results.repo, no_gemm_results.results, html_dir, KERNELS, [], npm_cache=npm_cache)
+    return html_dir
+
+
+def test_a_site_that_became_a_git_checkout_keeps_all_it_did_not_make(two_gpu_site, two_gpu_results, npm_cache,
+                                                                       tmp_path):
+    html_dir = tmp_path / "html"
+    shutil.copytree(two_gpu_site[1], html_dir)
+    made = tree(html_dir)
+    git_checkout(html_dir)
+    (html_dir / "CNAME").write_text("gemm.example.org\n")
+    (html_dir / "NOTES.md").write_text("# what we changed by hand\n")
+    (html_dir / "graphs" / "mine.txt").write_bytes(b"\x00\xffbeside asv's graphs")
+    (html_dir / CROSS_GPU_DIR / "drafts" / "old").mkdir(parents=True)
+    (html_dir / CROSS_GPU_DIR / "drafts" / "old" / "h100.md").write_text("a draft")
+    (html_dir / "index.json").write_text("edited by hand, and the tool's to replace")
+    before = tree(html_dir)
+    foreign = {name: what for name, what in before.items() if name not in made}
+    assert len([name for name in foreign if name.startswith(".git/")]) > 20
+    assert any(name.count("/") >= 3 for name in foreign if name.startswith(".git/"))
+
+    site = republish(two_gpu_results, npm_cache, html_dir)
+    after = tree(html_dir)
+    assert {name: after.get(name) for name in foreign} == foreign  # every byte of it, every link, every folder
+    assert site.kept == [".git", "CNAME", "NOTES.md", f"{CROSS_GPU_DIR}/drafts", "graphs/mine.txt"]
+    # The new site is in place: the tool's files are its own again, and nothing else of the old one is left.
+    assert after["index.json"] == made["index.json"]
+    assert set(after) - set(foreign) == set(made)  # asv stamps the time into some, so names only
+    assert NAV_LINK in navbar(html_dir / "index.html")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "html"]
+    log = subprocess.run(["git", "-C", str(html_dir), "log", "--format=%s"], check=False, env=GIT_ENV,
+                         capture_output=True, text=True)
+    assert log.returncode == 0 and log.stdout == "the site\n", log.stderr  # still a working checkout
+
+    # What was kept is not in the new manifest either: the publish after this one keeps it again.
+    site = republish(two_gpu_results, npm_cache, html_dir)
+    assert site.kept == [".git", "CNAME", "NOTES.md", f"{CROSS_GPU_DIR}/drafts", "graphs/mine.txt"]
+    assert unstamped(tree(html_dir)) == unstamped(after)
+
+
+def test_a_site_published_again_with_nothing_foreign_keeps_nothing(two_gpu_site, two_gpu_results, npm_cache,
+                                                                     tmp_path):
+    html_dir = tmp_path / "html"
+    shutil.copytree(two_gpu_site[1], html_dir)
+    before = tree(html_dir)
+    assert republish(two_gpu_results, npm_cache, html_dir).kept == []
+    assert set(tree(html_dir)) == set(before)  # its pages differ: that site was made with another header
+
+
+def _gpus_page_of_the_users(site: Path, outside: Path) -> None:
+    (site / CROSS_GPU_DIR).mkdir()
+    (site / CROSS_GPU_DIR / "index.html").write_text("<p>our own comparison</p>")
+    (site / CROSS_GPU_DIR / "notes.md").write_text("beside it")
+
+
+def _a_file_where_the_new_site_has_a_directory(site: Path, outside: Path) -> None:
+    (site / CROSS_GPU_DIR).write_text("a file named like the page's folder")
+
+
+def _a_directory_where_the_new_site_has_a_file(site: Path, outside: Path) -> None:
+    (site / CROSS_GPU_DIR / "index.html").mkdir(parents=True)
+    (site / CROSS_GPU_DIR / "index.html" / "a.txt").write_text("mine")
+
+
+def _a_symlink_where_the_new_site_has_a_directory(site: Path, outside: Path) -> None:
+    (outside / "page").mkdir()
+    (outside / "page" / "index.html").write_text("kept elsewhere")
+    (site / CROSS_GPU_DIR).symlink_to(outside / "page")
+
+
+def _the_users_file_in_a_folder_the_new_site_makes_a_file(site: Path, outside: Path) -> None:
+    # As if an earlier publish had made a folder where this one writes a file, and the user put a file in it.
+    (site / "index.json").unlink()
+    (site / "index.json").mkdir()
+    (site / "index.json" / "made").write_text("an earlier publish's")
+    (site / "index.json" / "mine").write_text("the user's")
+    with (site / SITE_MARKER).open("a") as marker:
+        marker.write("index.json/made\n")
+
+
+COLLISIONS = [
+    (_gpus_page_of_the_users, f"{CROSS_GPU_DIR}/index.html"),
+    (_a_file_where_the_new_site_has_a_directory, CROSS_GPU_DIR),
+    (_a_directory_where_the_new_site_has_a_file, f"{CROSS_GPU_DIR}/index.html"),
+    (_a_symlink_where_the_new_site_has_a_directory, CROSS_GPU_DIR),
+    (_the_users_file_in_a_folder_the_new_site_makes_a_file, "index.json/mine (the new site has a file at index.json)"),
+]
+
+
+@pytest.mark.parametrize("make, named", COLLISIONS, ids=[make.__name__.strip("_") for make, _ in COLLISIONS])
+def test_what_the_user_made_where_the_new_site_writes_is_refused_and_nothing_changes(
+        no_gemm_site, two_gpu_results, npm_cache, tmp_path, make, named):
+    html_dir = tmp_path / "html"
+    shutil.copytree(no_gemm_site, html_dir)
+    assert not (html_dir / CROSS_GPU_DIR).exists()
+    (tmp_path / "outside").mkdir()
+    git_checkout(html_dir)
+    (html_dir / "CNAME").write_text("gemm.example.org\n")
+    make(html_dir, tmp_path / "outside")
+    before = tree(tmp_path)
+    with pytest.raises(PublishError, match=re.escape(named)) as refused:
+        republish(two_gpu_results, npm_cache, html_dir)
+    assert ".git" not in str(refused.value) and "CNAME" not in str(refused.value)  # only what is in the way
+    after = tree(tmp_path)
+    assert {name: what for name, what in after.items() if name != ".html.sgemm-lock"} == before
+
+
+def test_a_marker_from_before_manifests_keeps_the_git_checkout(two_gpu_site, two_gpu_results, npm_cache, tmp_path):
+    html_dir = tmp_path / "html"
+    shutil.copytree(two_gpu_site[1], html_dir)
+    (html_dir / SITE_MARKER).write_text(LEGACY_MARKER_TEXT)
+    git_checkout(html_dir)
+    (html_dir / "stale.html").write_text("from an earlier publish, or the user's: that marker cannot tell")
+    git = {name: what for name, what in tree(html_dir).items() if name.startswith(".git/")}
+    site = republish(two_gpu_results, npm_cache, html_dir)
+    assert site.kept == [".git"]
+    after = tree(html_dir)
+    assert {name: what for name, what in after.items() if name.startswith(".git/")} == git
+    assert not (html_dir / "stale.html").exists()  # replaced with the rest, as before markers were manifests
+    assert (html_dir / SITE_MARKER).read_text() != LEGACY_MARKER_TEXT
+    assert republish(two_gpu_results, npm_cache, html_dir).kept == [".git"]  # now by the manifest
+
+
+def test_a_symlink_the_user_made_is_kept_as_a_link_and_its_target_is_untouched(two_gpu_site, two_gpu_results,
+                                                                                npm_cache, tmp_path):
+    html_dir = tmp_path / "html"
+    shutil.copytree(two_gpu_site[1], html_dir)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "deep").mkdir(parents=True)
+    (elsewhere / "index.html").write_text("named like a file the site makes")
+    (elsewhere / "deep" / "data.bin").write_bytes(bytes(range(256)))
+    (html_dir / "latest").symlink_to("../elsewhere")  # relative: it means the same once the site is swapped in
+    (html_dir / "graphs" / "outside").symlink_to(elsewhere)
+    (html_dir / "vendor" / "gone").symlink_to(tmp_path / "no-such-thing")
+    outside = tree(elsewhere)
+    site = republish(two_gpu_results, npm_cache, html_dir)
+    assert site.kept == ["graphs/outside", "latest", "vendor/gone"]
+    assert os.readlink(html_dir / "latest") == "../elsewhere"
+    assert os.readlink(html_dir / "graphs" / "outside") == str(elsewhere)
+    assert os.readlink(html_dir / "vendor" / "gone") == str(tmp_path / "no-such-thing")
+    assert (html_dir / "latest" / "deep" / "data.bin").read_bytes() == bytes(range(256))
+    assert tree(elsewhere) == outside
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "elsewhere", "html"]
+
+
+def test_a_symlink_where_the_sites_own_folder_was_is_not_followed(two_gpu_site, two_gpu_results, npm_cache,
+                                                                   tmp_path):
+    # Followed, the link would make files outside the site look like the site's own, to be moved or replaced.
+    html_dir = tmp_path / "html"
+    shutil.copytree(two_gpu_site[1], html_dir)
+    shutil.move(html_dir / CROSS_GPU_DIR, tmp_path / "page")
+    (tmp_path / "page" / "mine.md").write_text("written where the link points")
+    (html_dir / CROSS_GPU_DIR).symlink_to(tmp_path / "page")
+    before = tree(tmp_path)
+    with pytest.raises(PublishError, match=f"where the new site puts its own: {CROSS_GPU_DIR};"):
+        republish(two_gpu_results, npm_cache, html_dir)
+    assert {name: what for name, what in tree(tmp_path).items() if name != ".html.sgemm-lock"} == before
+
+
+def test_a_foreign_entry_that_cannot_be_moved_puts_back_the_ones_that_were(two_gpu_site, two_gpu_results, npm_cache,
+                                                                            tmp_path, monkeypatch):
+    html_dir = tmp_path / "html"
+    shutil.copytree(two_gpu_site[1], html_dir)
+    git_checkout(html_dir)
+    (html_dir / "CNAME").write_text("gemm.example.org\n")
+    (html_dir / "NOTES.md").write_text("cannot be moved, as a folder without write permission cannot")
+    before = tree(tmp_path)
+    rename = os.rename
+
+    def refusing(source, destination):
+        if Path(source) == html_dir / "NOTES.md":
+            raise PermissionError(13, "Permission denied", str(source))
+        rename(source, destination)
+
+    monkeypatch.setattr(os, "rename", refusing)
+    with pytest.raises(PublishError, match="could not move NOTES.md.*Permission denied.*nothing was changed"):
+        republish(two_gpu_results, npm_cache, html_dir)
+    assert {name: what for name, what in tree(tmp_path).items() if name != ".html.sgemm-lock"} == before
