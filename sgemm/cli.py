@@ -159,12 +159,12 @@ def cmd_check(args) -> int:
     kernels = catalogue.select(args.kernel)  # an unknown kernel is bad input, said before CUDA is touched
     shapes = args.shape or [parse_shape(s) for s in DEFAULT_CHECK_SHAPES]
 
+    runnable, skipped = _cases(kernels, shapes, device_info(args.device))  # no CuPy or no GPU: said here, in a line
     import cupy
 
     from .measuring.problem import make_problem
     from .measuring.verify import VerificationError, verify
 
-    runnable, skipped = _cases(kernels, shapes, device_info(args.device))
     rows, failed = [], 0
     for index, case in enumerate(runnable, 1):
         print(f"[{index}/{len(runnable)}] {case.id}", file=sys.stderr)

@@ -20,7 +20,30 @@ def _no_gpu_reason() -> str | None:
     return None
 
 
+# What `pip install -e '.[test]'` alone lacks: the CUDA stack of the cuda13 (or cuda12) extra.
+_STACK_HINT = "pip install -e '.[cuda13,test]'"
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package is missing
+        return False
+
+
+def _skip_without_modules(items) -> None:
+    """A test marked requires("cupy") skips, saying so, where that module is not installed."""
+    for item in items:
+        for marker in item.iter_markers("requires"):
+            missing = [name for name in marker.args if not _installed(name)]
+            if missing:
+                item.add_marker(pytest.mark.skip(reason=f"needs {', '.join(missing)} ({_STACK_HINT})"))
+
+
 def pytest_collection_modifyitems(config, items):
+    _skip_without_modules(items)
     marked = [item for item in items if "gpu" in item.keywords or "no_gpu" in item.keywords]
     if not marked:
         return

@@ -88,10 +88,10 @@ def _read_in(kernel_dir: Path, name: str) -> str | None:
 def compiled(kernel: Kernel):
     """The kernel's cupy.RawKernel for the current device (CuPy keeps the binary in its cache on disk). Raises
     BuildError with NVRTC's log."""
-    import cupy
-
     if kernel.library:
         raise BuildError(f"{kernel.name} is a {kernel.library} call, not a compiled kernel")
+    import cupy
+
     # An architecture-specific target is named here; CuPy adds the plain one of the GPU (e.g. -arch=sm_90) after it,
     # and NVRTC keeps the specific one (the same cubin either way round).
     target = (f"-arch={kernel.target}",) if kernel.target else ()

@@ -76,12 +76,12 @@ def time_cases(cases: dict[str, Prepare], device: int = 0,
     Call once per process. Case ids must not contain any of FORBIDDEN_IN_CASE_IDS.
     """
     global _ran
-    from cuda import bench
-    from cuda.bench.results import BenchmarkResult
-
     bad = [case for case in cases if any(c in case for c in FORBIDDEN_IN_CASE_IDS)]
     if bad:
         raise ValueError(f"case ids may not contain any of {FORBIDDEN_IN_CASE_IDS!r}: {bad}")
+    from cuda import bench
+    from cuda.bench.results import BenchmarkResult
+
     if _ran:
         raise RuntimeError("NVBench runs once per process: pass every case to one time_cases call")
     _ran = True

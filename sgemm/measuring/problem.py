@@ -59,10 +59,10 @@ class Problem:
 def make_problem(kernel: Kernel, m: int, n: int, k: int, alpha: float = 1.0, beta: float = 0.0,
                  seed: int = DEFAULT_SEED) -> Problem:
     """Allocate A, B, C on the current device and bind the kernel's launch to them (compiling it if needed)."""
-    import cupy
-
     if reason := kernel.shape_problem(m, n, k):
         raise UnsupportedShape(reason)
+    import cupy
+
     rng = cupy.random.default_rng(seed)
     inputs, outputs = ELEMENT_TYPES[kernel.types.input], ELEMENT_TYPES[kernel.types.output]
     lda, ldb, ldc = kernel.leading_dimensions(m, n, k)

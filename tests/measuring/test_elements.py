@@ -19,6 +19,7 @@ def test_every_element_type_of_the_catalogue_is_held_somewhere():
     assert [ELEMENT_TYPES[name].cuda_data_type for name in ("fp32", "fp16", "bf16")] == [0, 2, 14]
 
 
+@pytest.mark.requires("cupy")
 @pytest.mark.parametrize("value, bits", [
     (1.0, ONE),
     (1 + 2**-8, ONE),  # halfway between 1 and 1 + 2^-7: ties go to the even significand, 1
@@ -34,11 +35,13 @@ def test_bf16_rounds_to_nearest_even(value, bits):
     assert _bits(value) == bits
 
 
+@pytest.mark.requires("cupy")
 def test_nan_stays_nan_in_bf16():
     stored = BF16.round_from_fp32(np.array([np.nan], dtype=np.float32))
     assert np.isnan(BF16.widen(stored)).all()
 
 
+@pytest.mark.requires("cupy")
 def test_bf16_widens_exactly_and_rounds_within_half_a_unit():
     values = np.random.default_rng(1).uniform(-1, 1, 10_000).astype(np.float32)
     widened = BF16.widen(BF16.round_from_fp32(values))

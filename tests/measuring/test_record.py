@@ -183,6 +183,7 @@ print(json.dumps({k: (vars(v) if isinstance(v, record.CaseResult) else repr(v)) 
         assert r.telemetry["readings"] >= 2 and r.telemetry["power_w_mean"] > 0
 
 
+@pytest.mark.requires("cupy")
 @pytest.mark.parametrize("cuda_says, count, driver, expected", [
     ("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version", None, False,
      "no usable CUDA GPU: no NVIDIA driver on this machine (libcuda.so.1 cannot be loaded)"),
@@ -215,6 +216,7 @@ def test_no_gpu_says_whether_the_driver_is_missing_or_too_old(monkeypatch, cuda_
     assert str(raised.value).startswith(expected) and "insufficient" not in str(raised.value)
 
 
+@pytest.mark.requires("cupy")
 def test_cuda_says_what_the_gpu_is(monkeypatch):
     import cupy
 
