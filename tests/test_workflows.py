@@ -5,8 +5,12 @@ small edit of a real workflow, with the checks that must reject it).
   persisted credentials, `${{ }}` in scripts, untrusted data into $GITHUB_ENV of privileged workflows, broad tokens.
 - RULES, this project's own, which zizmor cannot express: who reaches the self-hosted GPU labels, on which events,
   with which commit; no token there; such a job ends its processes and removes its files; code enters through
-  actions/checkout only; no $GITHUB_ENV in what a pull request triggers, nothing downloaded is executed; a job that
-  may write runs no project code. The report job, run with a fake gh, posts to the event's PR and commit, fenced.
+  actions/checkout only; no $GITHUB_ENV in what a pull request triggers, nothing downloaded is executed or
+  evaluated; a job that may write runs no project code; the approval checks the label's sender for exactly the roles
+  that may push and never fails open, and a push revokes it; the end of a GPU job says what outlived it. Labels
+  count as GitHub matches them (any case), and a job on anything but one GitHub-hosted image counts as self-hosted.
+  Every workflow file is held to the rules, so one a pull request adds is too. The report job, run with a fake gh,
+  posts to the event's PR and commit, fenced.
 """
 
 from __future__ import annotations
@@ -34,11 +38,17 @@ APPROVAL_IF = "github.event.action == 'labeled' && github.event.label.name == 'g
 BASE_COMMIT, APPROVED_HEAD = "${{ github.sha }}", "${{ github.event.pull_request.head.sha }}"
 ALWAYS = {"always()", "${{ always() }}"}
 
-TOKEN = re.compile(r"\bsecrets\b|github\.token|\bGITHUB_TOKEN\b|toJSON\(\s*github\s*\)|\{\{\s*github\s*\}\}", re.I)
+TOKEN = re.compile(r"\bsecrets\b|github\.token|github\s*\[\s*['\"]token['\"]\s*\]|\bGITHUB_TOKEN\b"
+                   r"|toJSON\(\s*github\s*\)|\{\{\s*github\s*\}\}", re.I)
 FETCHES = re.compile(r"\bgit\b[^\n;&|]*\b(fetch|pull|clone|checkout|switch|worktree|submodule)\b"
-                     r"|\bgh\s+(pr\s+checkout|repo\s+clone)|refs/pull/|pull/[^\s/]+/(head|merge)\b")
+                     r"|\bgh\s+(pr\s+checkout|repo\s+clone)|refs/pull/|pull/[^\s/]+/(head|merge)\b"
+                     r"|\b(curl|wget)\b|/(tarball|zipball|contents)/")
 EXECUTES = re.compile(r"(^|[;&|(]|\bthen|\bdo)\s*(source|\.|bash|sh|zsh|python3?|node|perl|eval|exec)\s+\"?\$"
-                      r"|^\s*\"?\$|\bchmod\s+\S*x", re.M)
+                      r"|^\s*\"?\$|\bchmod\s+\S*x|\|\s*(bash|sh|zsh|python3?|node|perl|source)\b", re.M)
+# What a script of a workflow a pull request fires must never do with text: evaluate it, or expand a variable
+# whose name it holds (${!name}: an artifact naming GITHUB_ENV reaches it without spelling it).
+EVALUATES = re.compile(r"(^|[;&|(]|\bthen|\bdo)\s*eval\b|\$\{!", re.M)
+HOSTED_IMAGE = re.compile(r"(ubuntu|windows|macos)-[\w.-]+")
 PROJECT_CODE = re.compile(r"(^|[;&|(`]|\bthen|\bdo)\s*(pip3?|python3?|sgemm|asv|npm|npx|node|make)\b", re.M)
 
 
@@ -55,10 +65,18 @@ def events(workflow: dict) -> set[str]:
 
 
 def runner_labels(job: dict) -> list[str]:
+    """The job's labels as GitHub matches them: case does not count."""
     runs_on = job.get("runs-on", [])
     if isinstance(runs_on, dict):
         runs_on = runs_on.get("labels", [])
-    return [runs_on] if isinstance(runs_on, str) else list(runs_on)
+    return [label.lower() for label in ([runs_on] if isinstance(runs_on, str) else list(runs_on))]
+
+
+def on_own_runner(job: dict) -> bool:
+    """Whether the job may land on a self-hosted runner: any labels but one GitHub-hosted image (a job need not
+    name `self-hosted` to be given one whose labels it names)."""
+    labels = runner_labels(job)
+    return not (len(labels) == 1 and HOSTED_IMAGE.fullmatch(labels[0]) and "${{" not in labels[0])
 
 
 def uses(step: dict) -> str:
@@ -66,7 +84,7 @@ def uses(step: dict) -> str:
 
 
 def self_hosted(workflow: dict):
-    return [(name, job) for name, job in workflow["jobs"].items() if "self-hosted" in runner_labels(job)]
+    return [(name, job) for name, job in workflow["jobs"].items() if on_own_runner(job)]
 
 
 def steps(workflow: dict):
@@ -82,9 +100,12 @@ def rule_runners(workflow: dict) -> list[str]:
     for name, job in workflow["jobs"].items():
         labels = runner_labels(job)
         kind = {"gpu-trusted", "gpu-untrusted"} & set(labels)
-        if "self-hosted" not in labels:
-            if any("${{" in label for label in labels):
-                problems.append(f"{name}: runs-on is an expression: is it self-hosted?")
+        if not on_own_runner(job):
+            continue
+        if any("${{" in label for label in labels) and not kind:
+            problems.append(f"{name}: runs-on is an expression: is it self-hosted?")
+        elif "self-hosted" not in labels:
+            problems.append(f"{name}: on {labels}, which a self-hosted runner may answer without `self-hosted`")
         elif kind == {"gpu-trusted"}:
             if on - TRUSTED_EVENTS:
                 problems.append(f"{name}: gpu-trusted reachable on {sorted(on - TRUSTED_EVENTS)}")
@@ -95,9 +116,13 @@ def rule_runners(workflow: dict) -> list[str]:
                 problems.append(f"{name}: runs on more than a checked approval (needs: approve, if: {APPROVAL_IF})")
             for step in job["steps"]:
                 given = step.get("with", {})
-                if uses(step) == "actions/checkout" and (given.get("ref") not in (BASE_COMMIT, APPROVED_HEAD)
-                                                         or "repository" in given):
-                    problems.append(f"{name}: checks out {given.get('ref')}, not the base or the approved head")
+                wanted = {"base": BASE_COMMIT, "pr": APPROVED_HEAD}.get(given.get("path"))
+                if uses(step) == "actions/checkout" and (given.get("ref") != wanted or "repository" in given):
+                    problems.append(f"{name}: checks out {given.get('ref')} into {given.get('path')!r}: base/ holds "
+                                    "the base commit and pr/ the approved head, nothing else")
+            main = " ".join(step.get("run", "") for step in job["steps"])
+            if not re.search(r"(^|\s)\. base/\.github/gpu-job\.sh base\b", main) or "pr/.github" in main:
+                problems.append(f"{name}: the job's isolation (gpu-job.sh) must come from base/ and install from it")
         else:
             problems.append(f"{name}: self-hosted needs exactly one of the labels gpu-trusted, gpu-untrusted")
     return problems
@@ -138,6 +163,8 @@ def rule_untrusted_data(workflow: dict) -> list[str]:
         script = step.get("run", "")
         if events(workflow) & PR_EVENTS and re.search(r"GITHUB_ENV|GITHUB_PATH", script):
             problems.append(f"{name}: {step.get('name')!r} writes $GITHUB_ENV or $GITHUB_PATH")
+        if events(workflow) & PR_EVENTS and (match := EVALUATES.search(script)):
+            problems.append(f"{name}: {step.get('name')!r} evaluates text ({match.group().strip()!r})")
         if name in downloaded and (match := EXECUTES.search(script)):
             problems.append(f"{name}: {step.get('name')!r} may execute what it downloaded ({match.group()!r})")
         downloaded |= {name} if uses(step) == "actions/download-artifact" else set()
@@ -158,9 +185,51 @@ def rule_write_token(workflow: dict) -> list[str]:
     return problems
 
 
+APPROVING_ROLES = {"admin", "write"}  # GitHub's collaborator permission of those who may push (maintain reads write)
+
+
+def rule_approval(workflow: dict) -> list[str]:
+    """Where a GPU job runs a pull request's code: a job checks that the label's sender (not the pull request's
+    author) may push, accepting no other role and never failing open; the GPU job needs it; a push takes the label
+    off again (job revoke)."""
+    if not any("gpu-untrusted" in runner_labels(job) for job in workflow["jobs"].values()):
+        return []
+    problems, jobs = [], workflow["jobs"]
+    approve = jobs.get("approve", {})
+    script = " ".join(step.get("run", "") for step in approve.get("steps", []))
+    env = json.dumps([step.get("env", {}) for step in approve.get("steps", [])])
+    if "github.event.sender.login" not in env or "pull_request.user" in env:
+        problems.append("approve: must check the label's sender (github.event.sender.login)")
+    accepted = {role for case in re.findall(r"^\s*([\w|]+)\)\s*echo \"approved", script, re.M)
+                for role in case.split("|")}
+    if accepted != APPROVING_ROLES:
+        problems.append(f"approve: accepts {sorted(accepted) or 'nothing it names'}, not exactly "
+                        f"{sorted(APPROVING_ROLES)}")
+    guarding = ["approve", "revoke", *(name for name, _ in self_hosted(workflow))]
+    for name, job in ((name, jobs.get(name, {})) for name in guarding):
+        if job.get("continue-on-error") or any(step.get("continue-on-error") for step in job.get("steps", [])):
+            problems.append(f"{name}: continue-on-error lets a failed check through")
+    revoke = jobs.get("revoke", {})
+    if "labels/gpu-gate-approved" not in json.dumps(revoke.get("steps", [])) or \
+            "github.event.action != 'labeled'" not in " ".join(str(revoke.get("if", "")).split()):
+        problems.append("revoke: a push must take the approval label off")
+    return problems
+
+
+def rule_says_what_survived(workflow: dict) -> list[str]:
+    """The step that ends a GPU job's session also says which processes of the runner's user outlived it."""
+    problems = []
+    for name, job in self_hosted(workflow):
+        ending = [step.get("run", "") for step in job["steps"] if step.get("if") in ALWAYS and "pkill" in
+                  step.get("run", "")]
+        if not any("ps -u" in text and "::warning::" in text for text in ending):
+            problems.append(f"{name}: nothing reports the processes that outlived the job")
+    return problems
+
+
 RULES = {rule.__name__[5:].replace("_", " "): rule for rule in (
     rule_runners, rule_no_token, rule_ends_its_processes, rule_code_only_through_checkout, rule_untrusted_data,
-    rule_write_token)}
+    rule_write_token, rule_approval, rule_says_what_survived)}
 
 
 # --- the report job, run with a fake gh ------------------------------------------------------------------------------
@@ -224,6 +293,29 @@ def before_report(line: str) -> str:
     return REPORT_RUN.replace("code=", f"{line}\n          code=")
 
 
+def between(file: str, start: str, end: str) -> str:
+    """The text of `file` from `start` up to `end`: a whole job, to delete."""
+    text = (WORKFLOWS / file).read_text()
+    return text[text.index(start):text.index(end)]
+
+
+def new_file(name: str, text: str, *checks: str) -> tuple:
+    return name, "", text, set(checks)
+
+
+OWN_WORKFLOW = """name: mine
+on:
+  {event}:
+permissions: {{}}
+jobs:
+  run:
+    runs-on: {labels}
+    timeout-minutes: 5
+    steps:
+      - run: echo hello
+"""
+
+
 MUTATIONS = {
     # the issue's attacks
     "fork edits the gate's if": edit(GATE, "  pull_request_target:\n", "  pull_request:\n", "runners"),
@@ -274,11 +366,59 @@ MUTATIONS = {
                                  "zizmor:template-injection"),
     "GPU job's token may write everything": edit(HISTORY, HISTORY_GPU_PERMISSIONS, "    permissions: write-all\n",
                                                  "zizmor:excessive-permissions", "write token"),
+    # the containment issue's attacks that passed every check before
+    "the token by index in the GPU step": add(GATE, "BASE_SHA: ${{ github.event.pull_request.base.sha }}\n",
+                                              "          T: ${{ github['token'] }}\n", "no token"),
+    "CI on the trusted labels without self-hosted": edit(CI, "runs-on: ubuntu-latest",
+                                                         "runs-on: [linux, gpu, gpu-trusted, h100]", "runners"),
+    "CI on the trusted labels in other case": edit(CI, "runs-on: ubuntu-latest",
+                                                   "runs-on: [Self-Hosted, Linux, GPU, GPU-Trusted]", "runners"),
+    "a new workflow file on pull_request with the trusted labels": new_file(
+        "mine.yml", OWN_WORKFLOW.format(event="pull_request", labels="[self-hosted, linux, gpu, gpu-trusted, h100]"),
+        "runners"),
+    "a new workflow file on pull_request_target with the untrusted label": new_file(
+        "mine.yml", OWN_WORKFLOW.format(event="pull_request_target", labels="[self-hosted, linux, gpu, gpu-untrusted]"),
+        "runners", "approval"),
+    "a new workflow file on the GPU labels, no self-hosted": new_file(
+        "mine.yml", OWN_WORKFLOW.format(event="pull_request", labels="[linux, gpu]"), "runners"),
+    "the approval accepts triage": edit(GATE, "admin|write) echo", "admin|write|triage) echo", "approval"),
+    "the approval accepts read": edit(GATE, "admin|write) echo", "admin|write|read) echo", "approval"),
+    "the approval checks the pull request's author": edit(GATE, "SENDER: ${{ github.event.sender.login }}",
+                                                          "SENDER: ${{ github.event.pull_request.user.login }}",
+                                                          "approval"),
+    "the approve job continues on error": edit(GATE, "    steps:\n      - name: The label's author may push",
+                                               "    continue-on-error: true\n    steps:\n      - name: The label's "
+                                               "author may push", "approval"),
+    "the revoke job deleted": edit(GATE, between(GATE, "  revoke:\n", "  approve:\n"), "", "approval"),
+    "base/ checked out at the head": edit(GATE, "ref: ${{ github.sha }}\n          path: base",
+                                          "ref: ${{ github.event.pull_request.head.sha }}\n          path: base",
+                                          "runners"),
+    "gpu-job.sh sourced from pr/": edit(GATE, ". base/.github/gpu-job.sh base", ". pr/.github/gpu-job.sh base",
+                                        "runners"),
+    "gpu-job.sh from base/, sgemm installed from pr/": edit(GATE, ". base/.github/gpu-job.sh base",
+                                                             ". base/.github/gpu-job.sh pr", "runners"),
+    "the leftover-process warning removed": edit(
+        GATE, 'echo "::warning::processes of the runner\'s user outside the runner\'s session:"', "true",
+        "says what survived"),
+    "pr/ replaced by a tarball of the head": add(
+        GATE, "gpu-job.sh base\n",
+        '          curl -sL "https://api.github.com/repos/$GITHUB_REPOSITORY/tarball/$HEAD_SHA" | tar xz -C pr\n',
+        "code only through checkout"),
+    "the PR title evaluated": edit(GATE, REPORT_RUN, before_report('eval "$TITLE"'), "untrusted data"),
+    "an artifact into $GITHUB_ENV by indirection": edit(GATE, REPORT_RUN, before_report(
+        'v=GITHUB_E; v=${v}NV; cat "$ARTIFACT_DIR/exit-code" >> "${!v}"'), "untrusted data"),
+    "an artifact piped into bash": edit(GATE, REPORT_RUN, before_report('cat "$ARTIFACT_DIR/gate-report.md" | bash'),
+                                        "untrusted data"),
+    "the report job runs a script of the PR from the API": edit(GATE, REPORT_RUN, before_report(
+        'gh api "repos/$GITHUB_REPOSITORY/contents/run.sh?ref=$HEAD_SHA" --jq .content | base64 -d | bash'),
+        "untrusted data", "code only through checkout"),
 }
 
 
 def mutated(name: str) -> tuple[str, str]:
     file, old, new, _ = MUTATIONS[name]
+    if not (WORKFLOWS / file).exists():  # a workflow file the pull request adds
+        return file, new
     text = (WORKFLOWS / file).read_text()
     assert text.count(old) == 1, f"{name}: the text to edit is not in {file} exactly once: {old!r}"
     return file, text.replace(old, new)
@@ -340,8 +480,13 @@ def test_actionlint_reports_an_unknown_label(tmp_path):
     assert 'label "gpu" is unknown' not in done.stdout, "the declared labels must be accepted"
 
 
+def test_every_workflow_file_is_checked():
+    """A workflow file added here is held to every rule too (the test below takes them all)."""
+    assert {GATE, HISTORY, CI} <= {path.name for path in WORKFLOWS.glob("*.y*ml")}
+
+
 @pytest.mark.parametrize("rule", RULES)
-@pytest.mark.parametrize("file", [GATE, HISTORY, CI])
+@pytest.mark.parametrize("file", sorted(path.name for path in WORKFLOWS.glob("*.y*ml")))
 def test_the_workflows_keep_the_rule(file, rule):
     assert RULES[rule](load((WORKFLOWS / file).read_text())) == []
 
