@@ -38,13 +38,14 @@ APPROVAL_IF = "github.event.action == 'labeled' && github.event.label.name == 'g
 BASE_COMMIT, APPROVED_HEAD = "${{ github.sha }}", "${{ github.event.pull_request.head.sha }}"
 ALWAYS = {"always()", "${{ always() }}"}
 
-TOKEN = re.compile(r"\bsecrets\b|github\.token|github\s*\[\s*['\"]token['\"]\s*\]|\bGITHUB_TOKEN\b"
+TOKEN = re.compile(r"\bsecrets\b|github\.token|github\s*\[\s*\\?['\"]token\\?['\"]\s*\]|\bGITHUB_TOKEN\b"
                    r"|toJSON\(\s*github\s*\)|\{\{\s*github\s*\}\}", re.I)
 FETCHES = re.compile(r"\bgit\b[^\n;&|]*\b(fetch|pull|clone|checkout|switch|worktree|submodule)\b"
                      r"|\bgh\s+(pr\s+checkout|repo\s+clone)|refs/pull/|pull/[^\s/]+/(head|merge)\b"
                      r"|\b(curl|wget)\b|/(tarball|zipball|contents)/")
 EXECUTES = re.compile(r"(^|[;&|(]|\bthen|\bdo)\s*(source|\.|bash|sh|zsh|python3?|node|perl|eval|exec)\s+\"?\$"
-                      r"|^\s*\"?\$|\bchmod\s+\S*x|\|\s*(bash|sh|zsh|python3?|node|perl|source)\b", re.M)
+                      r"|^\s*\"?\$|\bchmod\s+\S*x|\|\s*(bash|sh|zsh|python3?|node|perl|source)\b"
+                      r"|\bpip3?\s+install\b[^\n]*(\$|incoming|\.whl)|<\(", re.M)
 # What a script of a workflow a pull request fires must never do with text: evaluate it, or expand a variable
 # whose name it holds (${!name}: an artifact naming GITHUB_ENV reaches it without spelling it).
 EVALUATES = re.compile(r"(^|[;&|(]|\bthen|\bdo)\s*eval\b|\$\{!", re.M)
@@ -157,17 +158,28 @@ def rule_code_only_through_checkout(workflow: dict) -> list[str]:
                if privileged and name in writers and uses(step) == "actions/checkout"])
 
 
+def _runs_from(script: str, folders: list[str]):
+    """A command that runs or installs something from where an artifact was downloaded."""
+    for folder in folders:
+        found = re.search(rf"(^|[;&|(]|\bthen|\bdo)\s*(bash|sh|zsh|source|\.|python3?|node|perl|pip3?\s+install)\s+"
+                          rf"[^\n]*{re.escape(folder.rstrip('/'))}\b", script, re.M)
+        if found:
+            return found
+    return None
+
+
 def rule_untrusted_data(workflow: dict) -> list[str]:
-    problems, downloaded = [], set()
+    problems, downloaded = [], {}
     for name, step in steps(workflow):
         script = step.get("run", "")
         if events(workflow) & PR_EVENTS and re.search(r"GITHUB_ENV|GITHUB_PATH", script):
             problems.append(f"{name}: {step.get('name')!r} writes $GITHUB_ENV or $GITHUB_PATH")
         if events(workflow) & PR_EVENTS and (match := EVALUATES.search(script)):
             problems.append(f"{name}: {step.get('name')!r} evaluates text ({match.group().strip()!r})")
-        if name in downloaded and (match := EXECUTES.search(script)):
+        if name in downloaded and (match := EXECUTES.search(script) or _runs_from(script, downloaded[name])):
             problems.append(f"{name}: {step.get('name')!r} may execute what it downloaded ({match.group()!r})")
-        downloaded |= {name} if uses(step) == "actions/download-artifact" else set()
+        if uses(step) == "actions/download-artifact":
+            downloaded.setdefault(name, []).append(step.get("with", {}).get("path", "."))
     return problems
 
 
@@ -202,6 +214,8 @@ def rule_approval(workflow: dict) -> list[str]:
         problems.append("approve: must check the label's sender (github.event.sender.login)")
     accepted = {role for case in re.findall(r"^\s*([\w|]+)\)\s*echo \"approved", script, re.M)
                 for role in case.split("|")}
+    if not re.search(r"^\s*\*\)[^\n]*exit [1-9]", script, re.M):
+        problems.append("approve: a role it does not name must fail the job (the `*)` branch exits non-zero)")
     if accepted != APPROVING_ROLES:
         problems.append(f"approve: accepts {sorted(accepted) or 'nothing it names'}, not exactly "
                         f"{sorted(APPROVING_ROLES)}")
@@ -409,6 +423,47 @@ MUTATIONS = {
         'v=GITHUB_E; v=${v}NV; cat "$ARTIFACT_DIR/exit-code" >> "${!v}"'), "untrusted data"),
     "an artifact piped into bash": edit(GATE, REPORT_RUN, before_report('cat "$ARTIFACT_DIR/gate-report.md" | bash'),
                                         "untrusted data"),
+    # more of each class
+    "the token as a secret in the history's GPU job": add(HISTORY, "          RANGE_INPUT: ${{ inputs.range }}\n",
+                                                          "          T: ${{ secrets.GITHUB_TOKEN }}\n", "no token"),
+    "the token by index, double quotes": add(GATE, "BASE_SHA: ${{ github.event.pull_request.base.sha }}\n",
+                                             '          T: ${{ github["token"] }}\n', "no token"),
+    "the token handed to a checkout in the GPU job": edit(GATE, "path: base\n          persist-credentials: false",
+                                                          "path: base\n          token: ${{ github.token }}\n"
+                                                          "          persist-credentials: false", "no token"),
+    "the history on pull_request": add(HISTORY, "  workflow_dispatch:\n", "  pull_request:\n", "runners"),
+    "the gate on workflow_run": edit(GATE, "  pull_request_target:\n", "  workflow_run:\n", "runners"),
+    "CI on the untrusted label": edit(CI, "runs-on: ubuntu-latest", "runs-on: [self-hosted, linux, gpu-untrusted]",
+                                      "runners"),
+    "CI on a runner named by an expression": edit(CI, "runs-on: ubuntu-latest", "runs-on: ${{ github.event.pull_"
+                                                  "request.title }}", "runners"),
+    "the gate on both GPU labels": edit(GATE, "gpu, gpu-untrusted]", "gpu, gpu-untrusted, gpu-trusted]", "runners"),
+    "the gate on any approval, not the label's event": edit(GATE, f"approve\n    if: {APPROVAL_IF}\n",
+                                                            "approve\n    if: always()\n", "runners"),
+    "the approval passes every role": edit(GATE, """*) echo "::error::$SENDER ($permission) cannot approve the GPU gate"; exit 1 ;;""",
+                                           """*) echo "approved by $SENDER" ;;""", "approval"),
+    "a push no longer revokes": edit(GATE, "github.event.action != 'labeled'", "github.event.action == 'closed'",
+                                     "approval"),
+    "an artifact sourced": edit(GATE, REPORT_RUN, before_report('source "$ARTIFACT_DIR/gate-report.md"'),
+                                "untrusted data"),
+    "an artifact run through process substitution": edit(GATE, REPORT_RUN, before_report(
+        'bash <(cat "$ARTIFACT_DIR/gate-report.md")'), "untrusted data"),
+    "the PR's path into $GITHUB_PATH": add(GATE, '"session=$$" >> "$GITHUB_OUTPUT"\n',
+                                           '          echo "$PWD/pr/bin" >> "$GITHUB_PATH"\n', "untrusted data"),
+    "the merge job runs a script of the incoming results": edit(HISTORY, "          shopt -s nullglob\n",
+                                                                "          shopt -s nullglob\n"
+                                                                "          bash incoming/h100/run.sh\n",
+                                                                "untrusted data"),
+    "the merge job installs wheels of the incoming results": edit(HISTORY, "          shopt -s nullglob\n",
+                                                                  "          shopt -s nullglob\n          pip install "
+                                                                  "incoming/*/*.whl\n", "untrusted data"),
+    "the GPU job fetches with gh": add(GATE, "gpu-job.sh base\n", '          gh pr checkout "$PR"\n',
+                                       "code only through checkout"),
+    "the history's GPU job downloads code": add(HISTORY, "          . .github/gpu-job.sh .\n",
+                                                "          wget -q https://example.org/x.py\n",
+                                                "code only through checkout"),
+    "the session is no longer killed": edit(GATE, 'pkill -KILL --session "$SESSION" || true', "true",
+                                            "says what survived"),
     "the report job runs a script of the PR from the API": edit(GATE, REPORT_RUN, before_report(
         'gh api "repos/$GITHUB_REPOSITORY/contents/run.sh?ref=$HEAD_SHA" --jq .content | base64 -d | bash'),
         "untrusted data", "code only through checkout"),
