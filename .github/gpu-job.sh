@@ -12,7 +12,9 @@
 
 chmod -R u+w -- "$JOB_DIR" 2>/dev/null || true
 rm -rf -- "$JOB_DIR"
-mkdir -p -m 700 "$JOB_DIR"/home "$JOB_DIR"/cache "$JOB_DIR"/config "$JOB_DIR"/data "$JOB_DIR"/state "$JOB_DIR"/tmp
+# -m applies to the last component alone: the job's directory first, then what it holds, each the job's alone.
+mkdir -p -m 700 "$JOB_DIR"
+mkdir -m 700 "$JOB_DIR"/home "$JOB_DIR"/cache "$JOB_DIR"/config "$JOB_DIR"/data "$JOB_DIR"/state "$JOB_DIR"/tmp
 
 # HOME alone covers ~/.asv-machine.json, ~/.cupy, ~/.nv, ~/.cache, ~/.config and ~/.local; the variables below are
 # the ones the runner's environment may have pointed elsewhere.
