@@ -104,3 +104,23 @@ def write_machine_file(entry: dict, path: Path = ASV_MACHINE_FILE) -> None:
     machines[entry["machine"]] = entry
     machines["version"] = ASV_MACHINE_VERSION
     write_atomically(path, (json.dumps(machines, indent=4, sort_keys=True) + "\n").encode())
+
+
+def with_nvml(info: Gpu, device: int) -> Gpu:
+    """CUDA's facts of the GPU, with NVML's (driver, maximum clock, card) where it answers."""
+    from dataclasses import replace
+
+    try:
+        return replace(gpu_identity(device), name=info.name, sm_count=info.sm_count)
+    except TelemetryUnavailable:
+        return info
+
+
+def live_gpu(device: int) -> Gpu | None:
+    """This box's GPU, CUDA's facts with NVML's, for a report; None without one."""
+    from .measuring import record
+
+    try:
+        return with_nvml(record.device_info(device), device)
+    except record.NoGpuError:
+        return None

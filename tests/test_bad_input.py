@@ -78,11 +78,13 @@ def no_gpu_may_be_touched(monkeypatch):
 
     for module in ("cupy", "pynvml", "cuda.bench"):
         monkeypatch.setitem(sys.modules, module, None)
+    import sgemm.commands
     import sgemm.machine
     import sgemm.measuring.record
     import sgemm.measuring.telemetry
 
-    monkeypatch.setattr(cli, "device_info", touched)
+    for command in (sgemm.commands.kernels, sgemm.commands.publish, sgemm.commands.history):
+        monkeypatch.setattr(command, "device_info", touched)
     monkeypatch.setattr(sgemm.measuring.record, "device_info", touched)
     monkeypatch.setattr(sgemm.measuring.telemetry, "gpu_identity", touched)
     monkeypatch.setattr(sgemm.machine, "gpu_identity", touched)

@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -153,8 +154,10 @@ def test_bench_prints_each_case_against_its_baseline_and_the_gpus_peak(monkeypat
                                      case.k, h100.name, 0.0))
                 for case in cases}
 
-    monkeypatch.setattr(cli, "device_info", lambda device=0: Gpu(h100.name, 90, 132))
-    monkeypatch.setattr(cli, "_with_nvml", lambda info, device=0: h100)
+    from sgemm.commands import kernels
+
+    monkeypatch.setattr(kernels, "device_info", lambda device=0: Gpu(h100.name, 90, 132))
+    monkeypatch.setattr(kernels, "with_nvml", lambda info, device=0: h100)
     monkeypatch.setattr(record, "run_cases", run_cases)
     status = cli.main(["bench", "-k", "fp32/cublas", "-k", "fp32/naive", "-k", "fp32/float4", "--size", "1024",
                        "--json", str(tmp_path / "out.json")])
@@ -169,3 +172,15 @@ def test_bench_prints_each_case_against_its_baseline_and_the_gpus_peak(monkeypat
     assert rows["fp32/cublas"][4] == "100.0" and rows["fp32/float4"][7:9] == ["FAILED", "wrong"]
     recorded = json.loads((tmp_path / "out.json").read_text())
     assert recorded["fp32/float4/1024x1024x1024"] == {"error": "wrong result\nmore"}
+
+
+def test_every_subpackage_is_in_what_pip_installs():
+    """A non-editable install (the GPU jobs install sgemm so, from the trusted checkout) carries only the packages
+    pyproject.toml names: a new folder of modules left out would be missing there alone."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(setuptools["packages"]) - set(setuptools["package-dir"])  # kernels/ ships as sgemm.kernels
+    found = {".".join(init.parent.relative_to(root).parts) for init in (root / "sgemm").rglob("__init__.py")}
+    assert found == listed

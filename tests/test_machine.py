@@ -5,6 +5,7 @@ import pytest
 
 from sgemm import machine
 from sgemm.gpu import Gpu
+from sgemm.measuring import record
 from sgemm.measuring.telemetry import TelemetryUnavailable
 
 H100 = Gpu("NVIDIA H100 80GB HBM3", 90, driver="580.159.04", max_sm_clock_mhz=1980.0, memory_gib=80,
@@ -49,6 +50,20 @@ def test_without_nvml_the_identity_falls_back_with_a_warning(monkeypatch):
     assert "no library" in str(caught[0].message)
     entry = machine.machine_entry(identity, machine.machine_name(identity))
     assert entry["gpu"] == "unknown" and entry["machine"]
+
+
+def test_without_nvml_a_gpu_keeps_cudas_facts_and_without_cuda_there_is_none(monkeypatch):
+    def no_nvml(device):
+        raise TelemetryUnavailable("NVML is not available: no library")
+
+    def no_cuda(device=0):
+        raise record.NoGpuError("no usable CUDA GPU")
+
+    cuda = Gpu("NVIDIA H100 80GB HBM3", 90, 132)
+    monkeypatch.setattr(machine, "gpu_identity", no_nvml)
+    assert machine.with_nvml(cuda, 0) is cuda
+    monkeypatch.setattr(record, "device_info", no_cuda)
+    assert machine.live_gpu(0) is None
 
 
 def test_a_machine_file_in_a_folder_that_is_not_there_is_refused_and_nothing_made(tmp_path):

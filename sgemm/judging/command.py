@@ -25,6 +25,34 @@ def publish_report(text: str, path: Path | None) -> None:
             out.write(text + "\n")
 
 
+def input_problem(repo_text: str, kernels_asked: list[str], sizes: list[int] | None,
+                  threshold_for: list[tuple[str, float]], rounds: int, max_rounds: int, noise: str | None) -> str | None:
+    """What is wrong with a gate's inputs that the parser cannot see (the repository, kernels, sizes, threshold
+    patterns, rounds and noise file, as given), found before git, asv or the GPU; None when nothing is."""
+    from fnmatch import fnmatchcase
+
+    from .. import catalogue
+
+    repo = Path(repo_text).resolve()
+    path = repo / "sgemm" / "catalogue.toml"
+    if not path.is_file():
+        return f"{repo}: no sgemm/catalogue.toml; run in a checkout of this project or pass --repo"
+    kernels = catalogue.load_catalogue(path, repo / "kernels")
+    catalogue.select(kernels_asked, kernels)
+    suite_sizes = catalogue.default_sizes(path)
+    if unknown := [size for size in sizes or [] if size not in suite_sizes]:
+        return (f"--size {', '.join(map(str, unknown))}: not among the suite's sizes "
+                f"({', '.join(map(str, suite_sizes))}); the gate measures only what the suite has")
+    for pattern, _ in threshold_for:
+        if not any(fnmatchcase(name, pattern) for name in kernels):
+            return f"--threshold-for {pattern!r} matches no kernel in the working tree's catalogue"
+    if max_rounds < rounds:
+        return f"--max-rounds {max_rounds} is below --rounds {rounds}"
+    if noise and not Path(noise).is_file():
+        return f"--noise {noise}: no such file"
+    return None
+
+
 @dataclass(frozen=True)
 class Request:
     """A gate as asked for on the command line."""

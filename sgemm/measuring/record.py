@@ -133,6 +133,38 @@ def skip_reason(kernel: Kernel, m: int, n: int, k: int, info: Gpu) -> str | None
     return None
 
 
+def select_cases(kernels: list[Kernel], shapes, info: Gpu) -> tuple[list[Case], list[tuple[Case, str]]]:
+    """The selected cases this GPU can run, and those it skips with the reason; with no shapes given, each kernel at
+    the square sizes the suite times it at."""
+    runnable, skipped = [], []
+    for kernel in kernels:
+        for m, n, k in shapes or [(size, size, size) for size in kernel.sizes]:
+            case = Case(kernel, m, n, k)
+            if reason := skip_reason(kernel, m, n, k, info):
+                skipped.append((case, reason))
+            else:
+                runnable.append(case)
+    return runnable, skipped
+
+
+def check_cases(cases: list[Case], device: int = 0, alpha: float = 1.0, beta: float = 0.0,
+                progress: Callable[[int, Case], None] | None = None) -> list[float | BaseException]:
+    """Check each case against an FP64 reference on one device: its relative error, or the exception of a wrong or
+    broken kernel (the check goes on), in the order of `cases`."""
+    import cupy
+
+    checked: list[float | BaseException] = []
+    for index, case in enumerate(cases):
+        if progress:
+            progress(index, case)
+        try:
+            with cupy.cuda.Device(device):
+                checked.append(verify(make_problem(case.kernel, case.m, case.n, case.k, alpha=alpha, beta=beta)))
+        except Exception as exc:  # a wrong or broken kernel is reported and the check goes on
+            checked.append(exc)
+    return checked
+
+
 def run_cases(cases: list[Case], device: int = 0,
               progress: Callable[[int, Case], None] | None = None) -> dict[str, CaseResult | BaseException]:
     """Build, verify and time each case on one device. A failing case maps to its exception; the rest still run."""

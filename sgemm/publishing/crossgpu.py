@@ -222,6 +222,15 @@ def read_runs(path: Path) -> list[GpuRun]:
         raise ReportError(f"cannot read the runs of a cross-GPU page from {path}: {exc!r}") from exc
 
 
+def check_measured_size(results_dir: Path, size: int, shown: str) -> None:
+    """ReportError unless some GPU in `results_dir` (named `shown` in the message) measured square size `size`: a
+    size none measured would make a page with no tables."""
+    measured = sorted({point.size for run in gpu_runs(results_dir) for point in run.points})
+    if size not in measured:
+        raise ReportError(f"--size {size}: no GPU in {shown} measured that size (measured: "
+                          f"{', '.join(map(str, measured))})")
+
+
 def report_across_gpus(results_dir: Path, out_dir: Path, kernels: dict[str, Kernel], header: list[str],
                        size: int | None = None) -> list[Path]:
     """The cross-GPU report of every machine's newest run in `results_dir`, at `size` (default: common_size),

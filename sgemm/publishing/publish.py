@@ -116,6 +116,15 @@ def check_places(repo: Path, results_dir: Path, html_dir: Path, npm_cache: Path 
         raise PublishError(f"--html {html_dir}: the folder it would be made in, {html.parent}, does not exist")
 
 
+def check_site_places(repo: Path, results_dir: Path, html_dir: Path, npm_cache: str | None) -> None:
+    """PublishError when the site could not be published where asked (check_places, check_replaceable, and the
+    --npm-cache folder): for the history to say before the measuring, not after it."""
+    check_places(repo, results_dir, html_dir, Path(npm_cache).resolve() if npm_cache else None)
+    check_replaceable(html_dir)
+    if npm_cache and not Path(npm_cache).is_dir():
+        raise PublishError(f"--npm-cache {npm_cache}: no such folder")
+
+
 def check_replaceable(html_dir: Path) -> None:
     """PublishError unless `html_dir` is missing, empty, or a site this module made."""
     if html_dir.is_dir() and not (html_dir / SITE_MARKER).is_file() and any(html_dir.iterdir()):

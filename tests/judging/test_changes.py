@@ -19,7 +19,9 @@ MEASUREMENT = ["sgemm/measuring/build.py", "sgemm/measuring/problem.py", "sgemm/
 JUDGING = ["sgemm/judging/gate.py", "sgemm/judging/verdict.py", "sgemm/judging/changes.py", "sgemm/judging/noise.py",
            "sgemm/publishing/report.py", "sgemm/publishing/crossgpu.py", "sgemm/publishing/site.py",
            "sgemm/publishing/publish.py", "sgemm/publishing/merge.py", "sgemm/figures.py", "sgemm/cli.py",
-           "sgemm/machine.py", "sgemm/history.py"]
+           "sgemm/machine.py", "sgemm/history.py", "sgemm/commands/__init__.py", "sgemm/commands/args.py",
+           "sgemm/commands/kernels.py", "sgemm/commands/publish.py", "sgemm/commands/gate.py",
+           "sgemm/commands/history.py", "sgemm/commands/machine.py"]
 
 
 @pytest.fixture

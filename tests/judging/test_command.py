@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 
-from sgemm.judging.command import publish_report
+from sgemm.judging.command import input_problem, publish_report
 from sgemm.judging.gate import EXIT_UNDECIDED
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +38,15 @@ def test_cli_gate_refuses_kernels_asked_for_at_a_size_they_are_not_timed_at(caps
     assert main(["gate", f"{head}~1", head, "--repo", str(ROOT), "--dry-run", "-k", "bf16/wgmma_tma",
                  "--size", "1024"]) == EXIT_UNDECIDED
     assert "no case of the suite measures that" in capsys.readouterr().err
+
+
+def test_inputs_the_parser_cannot_see_are_checked_before_git_asv_or_the_gpu(tmp_path):
+    assert "no sgemm/catalogue.toml" in input_problem(str(tmp_path), [], None, [], 3, 10, None)
+    assert input_problem(str(ROOT), [], None, [("nothing/*", 0.01)], 3, 10, None) == (
+        "--threshold-for 'nothing/*' matches no kernel in the working tree's catalogue")
+    assert input_problem(str(ROOT), [], None, [], 5, 4, None) == "--max-rounds 4 is below --rounds 5"
+    assert input_problem(str(ROOT), [], None, [], 3, 10, str(tmp_path / "noise.json")).endswith(": no such file")
+    assert input_problem(str(ROOT), ["fp32"], None, [("fp32/*", 0.01)], 3, 10, None) is None
 
 
 def test_cli_dry_run_names_a_kernel_gone_undeclared_and_exits_2(project_repo, capsys):

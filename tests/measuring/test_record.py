@@ -40,6 +40,15 @@ def test_skip_reasons():
     assert skip_reason(get_kernel("fp32/float4"), 64, 64, 64, H100) is None
 
 
+def test_cases_a_gpu_cannot_run_are_set_aside_with_the_reason():
+    kernels = [get_kernel("fp32/naive"), get_kernel("fp32/float4")]
+    runnable, skipped = record.select_cases(kernels, [(64, 64, 64), (64, 63, 64)], H100)
+    assert [case.id for case in runnable] == ["fp32/naive/64x64x64", "fp32/naive/64x63x64", "fp32/float4/64x64x64"]
+    assert [(case.id, "multiple of 4" in reason) for case, reason in skipped] == [("fp32/float4/64x63x64", True)]
+    every_size, _ = record.select_cases([get_kernel("fp32/naive")], None, H100)
+    assert [case.m for case in every_size] == list(get_kernel("fp32/naive").sizes)
+
+
 def test_a_hopper_kernel_is_a_skip_with_the_reason_on_any_other_gpu():
     wgmma = get_kernel("bf16/wgmma_cluster")
     assert skip_reason(wgmma, 4096, 4096, 4096, H100) is None

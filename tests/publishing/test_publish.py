@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from sgemm.catalogue import load_catalogue
-from sgemm.publishing.publish import CROSS_GPU_DIR, CROSS_GPU_LABEL, SITE_MARKER, PublishError, publish_site
+from sgemm.publishing.publish import (CROSS_GPU_DIR, CROSS_GPU_LABEL, SITE_MARKER, PublishError, check_site_places,
+                                     publish_site)
 from sgemm.publishing.site import CDN_ASSETS, PACKAGES
 
 KERNELS = load_catalogue()
@@ -271,6 +272,16 @@ def test_the_npm_cache_inside_the_site_is_refused(two_gpu_results, tmp_path):
     with pytest.raises(PublishError, match="holds the npm cache"):
         publish_site(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", KERNELS, [],
                      npm_cache=tmp_path / "html" / "cache")
+
+
+def test_a_site_that_could_not_be_published_where_asked_is_said_before_the_history_measures(two_gpu_results,
+                                                                                          tmp_path):
+    with pytest.raises(PublishError, match="--npm-cache .*missing: no such folder"):
+        check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", str(tmp_path / "missing"))
+    with pytest.raises(PublishError, match="holds the npm cache"):
+        check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html",
+                          str(tmp_path / "html" / "cache"))
+    check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", None)
 
 
 def test_a_size_no_gpu_measured_is_refused_before_anything_is_built(two_gpu_results, tmp_path):

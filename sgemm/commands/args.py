@@ -1,0 +1,96 @@
+"""The types of the `sgemm` commands' arguments: each turns a word of the command line into a value, or says in an
+argparse.ArgumentTypeError why it cannot."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from ..judging.verdict import MIN_ROUNDS
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    try:
+        m, n, k = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a shape is MxNxK, e.g. 1000x1028x516 (got {text!r})") from None
+    if min(m, n, k) < 1:
+        raise argparse.ArgumentTypeError(f"M, N and K must be at least 1 (got {text!r})")
+    return m, n, k
+
+
+def integer_at_least(lowest: int, what: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} is a whole number, got {text!r}") from None
+        if value < lowest:
+            raise argparse.ArgumentTypeError(f"{what} must be at least {lowest}, got {value}")
+        return value
+
+    return parse
+
+
+size = integer_at_least(1, "a size")
+commit_count = integer_at_least(1, "--first")
+device = integer_at_least(0, "a device index")
+
+
+def gpu_count(text: str) -> str:
+    if text != "all" and not (text.isdigit() and int(text) >= 1):
+        raise argparse.ArgumentTypeError(f"--gpus takes a number of GPUs (at least 1) or 'all', got {text!r}")
+    return text
+
+
+def finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def machine_name(text: str) -> str:
+    from ..machine import check_machine_name
+
+    try:
+        return check_machine_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def threshold_pattern(text: str) -> tuple[str, float]:
+    if text.count("=") > 1:
+        raise argparse.ArgumentTypeError(f"expected PATTERN=PERCENT with one '=', e.g. 'fp16/*=4', got {text!r}")
+    pattern, sep, value = text.rpartition("=")
+    try:
+        percent = float(value)
+    except ValueError:
+        percent = -1.0
+    if not sep or not pattern or not 0 <= percent < 100:
+        raise argparse.ArgumentTypeError(f"expected PATTERN=PERCENT, e.g. 'fp16/*=4', got {text!r}")
+    return pattern, percent / 100
+
+
+def rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < MIN_ROUNDS:
+        raise argparse.ArgumentTypeError(f"rounds per commit must be a whole number of at least {MIN_ROUNDS} "
+                                         f"(the between-round spread of fewer cannot be tested), got {text!r}")
+    return value
+
+
+def percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage between 0 and 100, got {text!r}")
+    return value / 100

@@ -1,0 +1,109 @@
+"""`sgemm gate` and `sgemm noise`: a change benchmarked at two commits and judged, and the noise the gate judges by."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..catalogue import CatalogueError, UnknownKernelError
+from ..judging.gate import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
+from ..judging.verdict import MIN_ROUNDS
+from . import EXIT_BAD_INPUT, EXIT_OK, args as types, writable_file_problem
+
+
+def add_gate(add) -> None:
+    gate = add("gate", cmd_gate, "benchmark what a change can affect at two commits, round by round (base and head "
+               "builds side by side in each round's process, or, where the measuring code changed, each commit in "
+               "processes of its own), and judge each case; exit 0 pass, 1 a regression, 2 undecided", kernels=False)
+    gate.add_argument("base", help="the commit the change starts from (e.g. the pull request's base)")
+    gate.add_argument("head", help="the commit with the change")
+    gate.add_argument("-k", "--kernel", action="append", default=[],
+                      help="also measure this kernel or precision, changed or not (repeatable)")
+    gate.add_argument("--size", type=types.size, action="append", help="square size, one of the suite's "
+                      "(repeatable; default: all of them)")
+    gate.add_argument("--threshold", type=types.percent, metavar="PERCENT",
+                      help="smallest change in time that counts, in percent (default 0.25 for cases measured paired, "
+                      "2 for cases measured unpaired)")
+    gate.add_argument("--threshold-for", type=types.threshold_pattern, action="append", default=[],
+                      metavar="PATTERN=PERCENT", help="threshold for kernels matching a shell pattern, e.g. "
+                      "'fp16/*=4' (repeatable; the last match wins)")
+    gate.add_argument("--rounds", type=types.rounds, default=DEFAULT_ROUNDS,
+                      help=f"interleaved rounds per commit, at least {MIN_ROUNDS} (default {DEFAULT_ROUNDS})")
+    gate.add_argument("--max-rounds", type=types.rounds, default=DEFAULT_MAX_ROUNDS,
+                      help=f"rounds per commit for a case whose verdict is still open (default {DEFAULT_MAX_ROUNDS})")
+    gate.add_argument("--noise", help="round-to-round noise of unchanged code, from `sgemm noise` "
+                      "(default: REPO/noise/MACHINE.json when present)")
+    gate.add_argument("--repo", default=".", help="the repository (default: the current directory)")
+    gate.add_argument("--work", help="the gate's asv environments and results (default: REPO/.asv/gate)")
+    gate.add_argument("--machine", type=types.machine_name, help="asv machine name (default: from the GPU model)")
+    gate.add_argument("--report", help="also write the Markdown report to this file")
+    gate.add_argument("--no-sweep", action="store_true", help="square sizes only: leave out seed 003's shape sweep")
+    gate.add_argument("--time-unchanged", action="store_true", help="time cases whose base and head builds are one "
+                      "program too (an A/A gate), instead of calling them SAME untimed")
+    gate.add_argument("--unpaired", action="store_true", help="measure each commit in processes of its own, as when "
+                      "the measuring code changed, even where base and head could share a process")
+    gate.add_argument("--dry-run", action="store_true", help="list the cases the change selects; measure nothing")
+
+
+def add_noise(add) -> None:
+    noise = add("noise", cmd_noise, "learn each case's round-to-round noise on one machine, for the gate: unpaired "
+                "from asv results of unchanged code (the history), paired from paired gates' rounds", kernels=False)
+    noise.add_argument("--results", help="asv results directory")
+    noise.add_argument("--rounds", action="append", help="a paired gate's work folder (its --work), whose rounds/ "
+                       "hold its round ratios (repeatable)")
+    noise.add_argument("--machine", required=True, type=types.machine_name, help="asv machine name")
+    noise.add_argument("--repo", default=".", help="the repository (default: the current directory)")
+    noise.add_argument("--out", help="the noise file (default: REPO/noise/MACHINE.json)")
+
+
+def cmd_gate(args) -> int:
+    from ..judging.command import Request, gate, input_problem
+    from ..judging.gate import EXIT_UNDECIDED, GateError, Settings
+
+    problem = input_problem(args.repo, args.kernel, args.size, args.threshold_for, args.rounds, args.max_rounds,
+                            args.noise)
+    if problem or (args.report and (problem := writable_file_problem("--report", args.report))):
+        print(f"sgemm gate: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    request = Request(
+        Path(args.repo).resolve(), args.base, args.head, tuple(args.kernel), tuple(args.size or ()), not args.no_sweep,
+        Settings(args.threshold, tuple(args.threshold_for), args.rounds, args.max_rounds,
+                 time_unchanged=args.time_unchanged, pairing=not args.unpaired),
+        Path(args.work).resolve() if args.work else None, args.machine, Path(args.report) if args.report else None,
+        Path(args.noise) if args.noise else None, args.device)
+    try:
+        return gate(request, dry_run=args.dry_run)
+    except (GateError, UnknownKernelError, CatalogueError) as exc:
+        print(f"sgemm gate: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return EXIT_UNDECIDED
+    except Exception as exc:  # 1 means "a kernel got slower": no other failure may read as that
+        print(f"sgemm gate: failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+              file=sys.stderr)
+        return EXIT_UNDECIDED
+
+
+def cmd_noise(args) -> int:
+    from ..judging.noise import NoiseFileError, default_path, learn_from, write
+
+    out = Path(args.out) if args.out else default_path(Path(args.repo), args.machine)
+    if args.out and (problem := writable_file_problem("--out", args.out)):
+        print(f"sgemm noise: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        learned = learn_from(Path(args.results) if args.results else None, args.machine,
+                             [Path(folder) for folder in args.rounds or []])
+        write(out, args.machine, learned.unpaired, learned.runs, learned.paired, learned.gates,
+              learned.paired_round)
+    except NoiseFileError as exc:
+        print(f"sgemm noise: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        print(f"sgemm noise: cannot write {out}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for what, noise, count, unit in (("unpaired", learned.unpaired, learned.runs, "runs"),
+                                     ("paired", learned.paired, learned.gates, "gates")):
+        if noise:
+            sds = sorted(n.sd for n in noise.values())
+            print(f"wrote {out}: {what}, {len(noise)} cases from {count} {unit}; round-to-round sd median "
+                  f"{sds[len(sds) // 2]:.3%}, largest {sds[-1]:.3%}")
+    return EXIT_OK

@@ -1,0 +1,77 @@
+"""`sgemm history`: this box's asv history brought up to date (sgemm.history), then the site built (sgemm publish)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..measuring.record import NoGpuError, device_info
+from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, args as types
+from .publish import cmd_publish
+
+
+def add_history(add) -> None:
+    history = add("history", cmd_history, "bring this box's asv history up to date, then build the site: the "
+                  "newest commits on a first run (--first), every new commit later; without a GPU, the resource "
+                  "history alone", kernels=False)
+    history.add_argument("--first", type=types.commit_count, help="commits a machine's first run measures, "
+                         "newest first (default 1: the head of the branch; the full suite takes about 9 to 11 "
+                         "minutes a commit on an H100 or H200)")
+    history.add_argument("--gpus", type=types.gpu_count, default="1", help="how many of the box's GPUs to spread "
+                         "each commit's cases over, or 'all' (they must be one model; default 1)")
+    history.add_argument("--results", default="results", help="asv results directory (default: results)")
+    history.add_argument("--html", default="html", help="the site's directory (default: html)")
+    history.add_argument("--repo", default=".", help="the repository (default: the current directory)")
+    history.add_argument("--machine", type=types.machine_name, help="asv machine name (default: from the GPU model)")
+    history.add_argument("--npm-cache", help="folder of the site libraries' npm tarballs (needed offline)")
+    history.add_argument("--work", help="asv's environments and each GPU's shard (default: REPO/.asv/history)")
+    history.add_argument("--no-site", action="store_true", help="measure only (the site is built elsewhere, e.g. "
+                         "from the results of several boxes)")
+    history.add_argument("--dry-run", action="store_true", help="say what would be measured; measure nothing")
+    history.set_defaults(size=None)
+
+
+def cmd_history(args) -> int:
+    from ..history import HistoryError, box_shards, check_places, plan, run, run_sharded
+    from ..machine import detect_identity, machine_entry, machine_name, write_machine_file
+    from ..publishing.publish import PublishError, check_site_places
+
+    repo = Path(args.repo).resolve()
+    if not (repo / "asv.conf.json").is_file():
+        print(f"sgemm history: {repo} has no asv.conf.json: run it in the repository", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        device_info(args.device)
+        gpu = True
+    except NoGpuError as exc:
+        print(f"sgemm history: {exc}: measuring what needs no GPU", file=sys.stderr)
+        gpu = False
+    identity = detect_identity(args.device) if gpu else None
+    machine = args.machine or machine_name(identity)
+    results, work = Path(args.results).resolve(), Path(args.work or repo / ".asv" / "history").resolve()
+    if not gpu and args.gpus != "1":
+        print(f"sgemm history: --gpus {args.gpus} left aside: no GPU here", file=sys.stderr)
+    try:
+        check_places(repo, results, work)
+        if not args.no_site:  # where the site goes is checked before the measuring, not after it
+            check_site_places(repo, results, Path(args.html), args.npm_cache)
+        chosen = plan(repo, results, machine, gpu, args.first)
+        shards, uuids = box_shards(repo, results, machine, args.gpus) if gpu and args.gpus != "1" else ([], [])
+    except (HistoryError, PublishError) as exc:
+        print(f"sgemm history: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for line in chosen.describe(len(shards) or 1):
+        print(f"sgemm history: {line}", file=sys.stderr)
+    if args.dry_run:
+        return EXIT_OK
+    write_machine_file(machine_entry(identity, machine))  # asv asks interactively for a machine it does not know
+    if shards:
+        measured = run_sharded(repo, chosen, results, shards, uuids, work)
+    else:
+        measured = run(repo, chosen, results, work)
+    if args.no_site:
+        return EXIT_FAILED if measured else EXIT_OK
+    if measured != 0:
+        print(f"sgemm history: asv run exited {measured}; publishing what was recorded", file=sys.stderr)
+    published = cmd_publish(args)
+    return published or (EXIT_FAILED if measured else EXIT_OK)
