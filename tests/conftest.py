@@ -263,11 +263,30 @@ class GpuResultsTree:
         return GpuResultsTree(destination)
 
 
-@pytest.fixture(scope="module")
-def two_gpu_results(tmp_path_factory) -> GpuResultsTree:
+@pytest.fixture(scope="session")
+def two_gpu_results(tmp_path_factory, worker_id) -> GpuResultsTree:
     """Real `asv run` results of one commit on two GPU boxes (GpuResultsTree.H100 and .H200) in one tree, as
-    `sgemm merge` leaves them. Made once per module: copy it (`.copy(tmp_path / "tree")`) to change it."""
-    tree = GpuResultsTree(tmp_path_factory.mktemp("two-gpus")).create()
+    `sgemm merge` leaves them. Read it; copy it (`.copy(tmp_path / "tree")`) to change it.
+
+    Two asv runs take a minute or more on a 2-core box, and seven test modules read the tree: it is made once per
+    test run, by the first pytest-xdist worker to ask, in the run's own base folder (the parent of each worker's),
+    the others waiting on a file lock."""
+    from filelock import FileLock
+
+    if worker_id == "master":  # no xdist: the base folder's parent is shared with other runs
+        return _make_two_gpu_results(tmp_path_factory.mktemp("two-gpus"))
+    shared = tmp_path_factory.getbasetemp().parent
+    root = shared / "two-gpus"
+    with FileLock(str(shared / "two-gpus.lock")):
+        if not (root / ".made").is_file():
+            shutil.rmtree(root, ignore_errors=True)
+            _make_two_gpu_results(root)
+            (root / ".made").write_text("")
+    return GpuResultsTree(root)
+
+
+def _make_two_gpu_results(root: Path) -> GpuResultsTree:
+    tree = GpuResultsTree(root).create()
     for box in (GpuResultsTree.H100, GpuResultsTree.H200):
         tree.run(box)
     return tree
