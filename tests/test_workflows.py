@@ -149,10 +149,16 @@ def rule_ends_its_processes(workflow: dict) -> list[str]:
     return problems
 
 
+GPU_JOB_ACTIONS = {"actions/checkout", "actions/upload-artifact"}  # what else a GPU job uses runs on the box too
+
+
 def rule_code_only_through_checkout(workflow: dict) -> list[str]:
     privileged = events(workflow) & {"pull_request_target", "workflow_run"}
+    foreign = [f"{name}: uses {uses(step)} on a GPU runner (only {sorted(GPU_JOB_ACTIONS)})"
+               for name, job in self_hosted(workflow) for step in job.get("steps", [])
+               if uses(step) and uses(step) not in GPU_JOB_ACTIONS]
     writers = {name for name, job in workflow["jobs"].items() if "gpu-untrusted" not in runner_labels(job)}
-    return ([f"{name}: {step.get('name')!r} fetches code itself ({match.group()})"
+    return foreign + ([f"{name}: {step.get('name')!r} fetches code itself ({match.group()})"
              for name, step in steps(workflow) if (match := FETCHES.search(step.get("run", "")))]
             + [f"{name}: checks out code beside a token that may write" for name, step in steps(workflow)
                if privileged and name in writers and uses(step) == "actions/checkout"])
@@ -200,6 +206,20 @@ def rule_write_token(workflow: dict) -> list[str]:
 APPROVING_ROLES = {"admin", "write"}  # GitHub's collaborator permission of those who may push (maintain reads write)
 
 
+def rule_pushes_results_alone(workflow: dict) -> list[str]:
+    """The job that pushes adds what it downloaded under results/ and nothing else: a file it put at the branch's
+    root (a workflow, a page) would be served or run as the project's."""
+    problems = []
+    for name, step in steps(workflow):
+        script = step.get("run", "")
+        if "git push" not in script:
+            continue
+        for line in re.findall(r"^\s*(?:cp|mv|rsync|install|git add)\b[^\n]*", script, re.M):
+            if not re.search(r"\sresults/?$", line.strip()):
+                problems.append(f"{name}: {line.strip()!r} writes outside results/")
+    return problems
+
+
 def rule_approval(workflow: dict) -> list[str]:
     """Where a GPU job runs a pull request's code: a job checks that the label's sender (not the pull request's
     author) may push, accepting no other role and never failing open; the GPU job needs it; a push takes the label
@@ -243,7 +263,7 @@ def rule_says_what_survived(workflow: dict) -> list[str]:
 
 RULES = {rule.__name__[5:].replace("_", " "): rule for rule in (
     rule_runners, rule_no_token, rule_ends_its_processes, rule_code_only_through_checkout, rule_untrusted_data,
-    rule_write_token, rule_approval, rule_says_what_survived)}
+    rule_write_token, rule_approval, rule_says_what_survived, rule_pushes_results_alone)}
 
 
 # --- the report job, run with a fake gh ------------------------------------------------------------------------------
@@ -286,6 +306,14 @@ def report_problems(text: str, tmp: Path) -> list[str]:
         return [f"the report is not fenced by a run of backticks it cannot close:\n{body}"]
     if re.search(r"@\w|<(?!!-- sgemm-gpu-gate -->)", body.replace(fenced.group(), "")):
         return [f"a mention or HTML outside the fence:\n{body}"]
+    # The artifact was written by the job that ran the pull request's code: it says "0" whatever happened.
+    (tmp / "artifact" / "exit-code").write_text("0\n")
+    (tmp / "gh.log").unlink()
+    subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], env=env, capture_output=True, text=True)
+    states = [arg for line in (tmp / "gh.log").read_text().splitlines() for arg in json.loads(line)["args"]
+              if arg.startswith("state=")]
+    if states != ["state=failure"] and states != ["state=error"]:
+        return [f"a failed gate whose artifact says 0 was posted as {states}"]
     return []
 
 
@@ -464,6 +492,16 @@ MUTATIONS = {
                                                 "code only through checkout"),
     "the session is no longer killed": edit(GATE, 'pkill -KILL --session "$SESSION" || true', "true",
                                             "says what survived"),
+    "the status taken from the artifact alone": edit(GATE, 'case "$GATE_RESULT:$code" in', 'case "success:$code" in',
+                                                     "report"),
+    "a pinned third-party action checks the head out into pr/": add(
+        GATE, "          path: pr\n          fetch-depth: 0\n          persist-credentials: false\n",
+        "\n      - uses: someone/fetch-pr@0123456789abcdef0123456789abcdef01234567\n        with:\n"
+        "          path: pr\n          ref: ${{ github.event.pull_request.head.sha }}\n",
+        "code only through checkout"),
+    "push-results copies the artifact to the branch root": edit(HISTORY, 'cp -R -- "$MERGED"/. results/',
+                                                                'cp -R -- "$MERGED"/. ./', "pushes results alone"),
+    "push-results adds everything": edit(HISTORY, "git add -A results", "git add -A", "pushes results alone"),
     "the report job runs a script of the PR from the API": edit(GATE, REPORT_RUN, before_report(
         'gh api "repos/$GITHUB_REPOSITORY/contents/run.sh?ref=$HEAD_SHA" --jq .content | base64 -d | bash'),
         "untrusted data", "code only through checkout"),
