@@ -222,13 +222,19 @@ def read_runs(path: Path) -> list[GpuRun]:
         raise ReportError(f"cannot read the runs of a cross-GPU page from {path}: {exc!r}") from exc
 
 
-def check_measured_size(results_dir: Path, size: int, shown: str) -> None:
-    """ReportError unless some GPU in `results_dir` (named `shown` in the message) measured square size `size`: a
-    size none measured would make a page with no tables."""
+def unmeasured_size(results_dir: Path, size: int, shown: str) -> str | None:
+    """Why no GPU in `results_dir` (named `shown` in the message) measured square size `size`, or None when one did:
+    a size none measured would make a page with no tables. ReportError when the tree has no Gemm results at all."""
     measured = sorted({point.size for run in gpu_runs(results_dir) for point in run.points})
-    if size not in measured:
-        raise ReportError(f"--size {size}: no GPU in {shown} measured that size (measured: "
-                          f"{', '.join(map(str, measured))})")
+    if size in measured:
+        return None
+    return f"--size {size}: no GPU in {shown} measured that size (measured: {', '.join(map(str, measured))})"
+
+
+def check_measured_size(results_dir: Path, size: int, shown: str) -> None:
+    """ReportError unless some GPU in `results_dir` measured square size `size` (unmeasured_size says why)."""
+    if problem := unmeasured_size(results_dir, size, shown):
+        raise ReportError(problem)
 
 
 def report_across_gpus(results_dir: Path, out_dir: Path, kernels: dict[str, Kernel], header: list[str],

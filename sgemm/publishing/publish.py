@@ -35,7 +35,7 @@ from pathlib import Path, PurePosixPath
 
 from ..asvconf import write_asv_config
 from ..catalogue import Kernel
-from .crossgpu import gpu_runs, report_across_gpus
+from .crossgpu import report_across_gpus, unmeasured_size
 from .merge import LockError, locked
 from .report import ReportError
 from .site import SiteError, Vendored, add_nav_link, vendor_assets
@@ -137,13 +137,11 @@ def check_size(results_dir: Path, size: int | None) -> None:
     if size is None:
         return
     try:
-        runs = gpu_runs(results_dir)
+        problem = unmeasured_size(results_dir, size, str(results_dir))
     except ReportError:
         return  # no Gemm results at all: the site goes without the cross-GPU page, and says so
-    measured = sorted({point.size for run in runs for point in run.points})
-    if size not in measured:
-        raise PublishError(f"--size {size}: no GPU in {results_dir} measured that size (measured: "
-                           f"{', '.join(map(str, measured))})")
+    if problem:
+        raise PublishError(problem)
 
 
 def write_manifest(built: Path) -> None:
