@@ -35,7 +35,7 @@ from . import asvsuite, catalogue
 from .asvconf import write_asv_config
 from .atomic import write_atomically
 from .measuring.record import CASES_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
-from .progress import follow_asv
+from .progress import RunState, follow_asv
 from .shards import Shard, ShardError, assign, identical_gpus, recorded_costs, write_joined
 
 DEFAULT_FIRST = 1
@@ -263,9 +263,12 @@ def box_shards(repo: Path, results_dir: Path, machine: str, requested: str) -> t
     return shard_plan(repo, results_dir, machine, indices[:count]), [uuid for _, uuid in found]
 
 
-def _last_progress(log: Path) -> str:
-    lines = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("[")]
-    return lines[-1].strip()[:100] if lines else "starting"
+def _progress(log: Path, elapsed_s: float) -> str:
+    """Where a shard's `asv run` stands, read from its log as sgemm.progress reads a run it follows."""
+    state = RunState()
+    for line in log.read_text(errors="replace").splitlines():
+        state.read(line)
+    return state.line(elapsed_s)
 
 
 def _shard_home(home: Path) -> dict[str, str]:
@@ -314,9 +317,11 @@ def run_sharded(repo: Path, chosen: Plan, results_dir: Path, shards: list[Shard]
                                                          stderr=subprocess.STDOUT)))
         print(f"sgemm history: GPU {shard.gpu}: {len(shard.cases)} cases, about {shard.seconds / 60:.0f} min a "
               f"commit; asv's output in {log}", file=sys.stderr)
+    started = time.monotonic()
     while any(process.poll() is None for _, _, process in running):
         time.sleep(PROGRESS_EVERY_S)
-        print("sgemm history: " + "; ".join(f"GPU {shard.gpu} {_last_progress(log)}" for shard, log, _ in running),
+        elapsed = time.monotonic() - started
+        print("sgemm history: " + "; ".join(f"GPU {shard.gpu} {_progress(log, elapsed)}" for shard, log, _ in running),
               file=sys.stderr)
     status = max(process.returncode for _, _, process in running)
     for commit in chosen.commits:
