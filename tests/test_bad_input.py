@@ -93,6 +93,7 @@ def no_gpu_may_be_touched(monkeypatch):
 GATE = ["gate", "HEAD~1", "HEAD", "--repo", "{repo}", "--dry-run"]
 PUBLISH = ["publish", "--results", "{results}", "--repo", "{repo}"]
 REPORT = ["report", "--out", "{tmp}/report"]
+HISTORY = ["history", "--repo", "{repo}", "--machine", "box", "--dry-run"]
 
 BAD_INPUT = [
     # the command line itself
@@ -145,7 +146,20 @@ BAD_INPUT = [
     ([*PUBLISH, "--html", "{tmp}/site", "--size", "0"], 2, "a size must be at least 1"),
     (["publish", "--results", "{tmp}/notes", "--html", "{tmp}/site"], 2, "not an asv results tree"),
     (["publish", "--results", "{results}", "--html", "{tmp}/site", "--repo", "{tmp}"], 2, "no asv.conf.json"),
+    # history: every place checked before the GPU is asked, let alone anything measured
+    ([*HISTORY, "--results", "{tmp}/file.txt"], 2, "--results {tmp}/file.txt: not a directory"),
+    ([*HISTORY, "--results", "{tmp}/out", "--work", "{tmp}/out"], 2, "overlap"),
+    ([*HISTORY, "--results", "{tmp}/out", "--work", "{tmp}/out/envs"], 2, "overlap"),
+    ([*HISTORY, "--results", "{repo}/.git/results"], 2, "inside the repository's .git"),
+    ([*HISTORY, "--work", "{tmp}/file.txt"], 2, "--work {tmp}/file.txt: not a directory"),
+    ([*HISTORY, "--html", "{repo}"], 2, "is the repository"),
+    ([*HISTORY, "--html", "{tmp}/notes"], 2, "is not empty and is not a site `sgemm publish` made"),
+    ([*HISTORY, "--html", "{tmp}/no/such/site"], 2, "does not exist"),
+    ([*HISTORY, "--npm-cache", "{tmp}/nowhere"], 2, "--npm-cache {tmp}/nowhere: no such folder"),
+    ([*HISTORY, "--first", "0"], 2, "--first"),
+    (["history", "--repo", "{tmp}", "--dry-run"], 2, "has no asv.conf.json"),
     # machine
+    (["machine", "--name", "n" * 65], 2, "a machine name is 1 to 64"),
     (["machine", "--file", "{tmp}/missing/machines.json"], 2, "the folder {tmp}/missing does not exist"),
     (["machine", "--file", "{tmp}"], 2, "--file {tmp} is a directory"),
     (["machine", "--name", "../evil"], 2, "a machine name is"),
@@ -156,6 +170,11 @@ BAD_INPUT = [
      "--rounds {tmp}/nowhere: no such folder"),
     (["noise", "--machine", "box", "--rounds", "{tmp}/notes", "--out", "{tmp}/n.json"], 2,
      "no case was measured in two rounds or more"),
+    (["noise", "--machine", "..", "--rounds", "{tmp}/notes"], 2, "a machine name is 1 to 64"),
+    (["noise", "--machine", "../GEMM/x", "--rounds", "{tmp}/notes"], 2, "a machine name is 1 to 64"),
+    (["noise", "--machine", "box", "--rounds", "{tmp}/notes", "--out", "{tmp}/no/such/n.json"], 2,
+     "the folder {tmp}/no/such does not exist"),
+    (["noise", "--machine", "box", "--rounds", "{tmp}/notes", "--out", "{tmp}"], 2, "--out {tmp} is a directory"),
     # gate
     ([*GATE, "--rounds", "0"], 2, "at least 3"),
     ([*GATE, "--rounds", "2"], 2, "at least 3"),

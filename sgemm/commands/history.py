@@ -40,6 +40,14 @@ def cmd_history(args) -> int:
     if not (repo / "asv.conf.json").is_file():
         print(f"sgemm history: {repo} has no asv.conf.json: run it in the repository", file=sys.stderr)
         return EXIT_BAD_INPUT
+    results, work = Path(args.results).resolve(), Path(args.work or repo / ".asv" / "history").resolve()
+    try:  # the places first: none of them needs the GPU, and the site's is checked before the measuring
+        check_places(repo, results, work)
+        if not args.no_site:
+            check_site_places(repo, results, Path(args.html), args.npm_cache)
+    except (HistoryError, PublishError) as exc:
+        print(f"sgemm history: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         device_info(args.device)
         gpu = True
@@ -48,13 +56,9 @@ def cmd_history(args) -> int:
         gpu = False
     identity = detect_identity(args.device) if gpu else None
     machine = args.machine or machine_name(identity)
-    results, work = Path(args.results).resolve(), Path(args.work or repo / ".asv" / "history").resolve()
     if not gpu and args.gpus != "1":
         print(f"sgemm history: --gpus {args.gpus} left aside: no GPU here", file=sys.stderr)
     try:
-        check_places(repo, results, work)
-        if not args.no_site:  # where the site goes is checked before the measuring, not after it
-            check_site_places(repo, results, Path(args.html), args.npm_cache)
         chosen = plan(repo, results, machine, gpu, args.first)
         shards, uuids = box_shards(repo, results, machine, args.gpus) if gpu and args.gpus != "1" else ([], [])
     except (HistoryError, PublishError) as exc:
