@@ -18,6 +18,7 @@ from .catalogue import Kernel
 
 MODULE = "bench_gemm"
 GEMM, SHAPES = "Gemm", "GemmShapes"
+GEMM_PARAMS = ("kernel", "size", "precision")  # class Gemm's param_names, in its order
 
 TIME = "track_time"  # every NVBench sample of every round (seconds)
 TFLOPS = "track_tflops"
@@ -178,10 +179,29 @@ class RunReader:
         return self.run.get_result_value(name, [])[0]
 
 
-def runs(results_dir: Path, machine: str, commit: str | None = None) -> list[RunReader]:
-    """Every run of a machine (of one commit, when given), oldest first."""
+def runs(results_dir: Path, machine: str, commit: str | None = None, strict: bool = False) -> list[RunReader]:
+    """Every run of a machine (of one commit, when given), oldest first. A run file asv cannot read is left out with
+    asv's warning; with `strict`, ValueError names it instead (for a reading whose answer would change without it)."""
     from asv.results import iter_results_for_machine, iter_results_for_machine_and_hash
 
-    found = (iter_results_for_machine_and_hash(str(results_dir), machine, commit) if commit
-             else iter_results_for_machine(str(results_dir), machine))
+    if strict:
+        found = [run for run in _every_run(Path(results_dir) / machine) if not commit or
+                 run.commit_hash.startswith(commit)]
+    else:
+        found = (iter_results_for_machine_and_hash(str(results_dir), machine, commit) if commit
+                 else iter_results_for_machine(str(results_dir), machine))
     return sorted((RunReader(run) for run in found), key=lambda r: r.date or 0)
+
+
+def _every_run(machine_dir: Path) -> list:
+    """Every run file of a machine's directory as asv reads it; ValueError, with asv's words, at the first it cannot."""
+    from asv.results import Results, iter_results_paths
+    from asv.util import UserError
+
+    found = []
+    for root, filename, machine in iter_results_paths(str(machine_dir)):
+        try:
+            found.append(Results.load(str(Path(root) / filename), machine_name=machine))
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+    return found

@@ -402,7 +402,7 @@ _KERNEL_FIELDS = {
                           lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(o, str) for o in v)),
                           lambda v: (v,) if isinstance(v, str) else tuple(v)),
     "sizes": list_of(positive_int, "must be a non-empty list of the suite's sizes", nonempty=True),
-    "source": nonempty_str,
+    "source": matching(r"(?!\.\.?$)[^/\\]+", "must be the name of a file in kernels/ (no folders)"),
     "entry": nonempty_str,
     "block_threads": int_tuple(2, _PAIR),
     "block_tile": int_tuple(2, _PAIR),
@@ -514,6 +514,8 @@ def _read(path: Path) -> dict:
         raise CatalogueError(f"cannot read {path}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise CatalogueError(f"cannot read {path}: {_syntax_error(exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise CatalogueError(f"cannot read {path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     _checked(str(path), data, _FILE_FIELDS, required=set(), closed=False)
     return data
 

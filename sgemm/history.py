@@ -114,16 +114,22 @@ def check_places(repo: Path, results_dir: Path, work_dir: Path) -> None:
                            "folder of its own")
 
 
+def check_catalogue(repo: Path) -> None:
+    """HistoryError when the working tree's catalogue cannot be read (the suite's cases come from it): found before
+    the GPU is asked, let alone anything measured."""
+    try:
+        catalogue.load_catalogue(repo / "sgemm" / "catalogue.toml", repo / "kernels")
+    except catalogue.CatalogueError as exc:
+        raise HistoryError(f"the catalogue cannot be read: {exc}") from exc
+
+
 def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int | None = None) -> Plan:
     """What this box measures now. The commits are listed here and handed to asv as they are, so that what was
     announced is what runs (asv's NEW would also skip commits that other machines of a merged tree measured).
     `first` (default DEFAULT_FIRST) counts the commits of a machine's first run only."""
     if first is not None and first < 1:
         raise HistoryError(f"--first must be at least 1, got {first}")
-    try:
-        catalogue.load_catalogue(repo / "sgemm" / "catalogue.toml", repo / "kernels")
-    except catalogue.CatalogueError as exc:
-        raise HistoryError(f"the catalogue cannot be read: {exc}") from exc
+    check_catalogue(repo)
     found = asvsuite.runs(results_dir, machine) if (results_dir / machine).is_dir() else []
     done = _known_commits(repo, [run.commit for run in found])
     notes = ()

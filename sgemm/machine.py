@@ -87,20 +87,27 @@ def check_machine_name(name: str) -> str:
     return name
 
 
-def write_machine_file(entry: dict, path: Path = ASV_MACHINE_FILE) -> None:
-    """Add or replace this machine's entry, keeping every other machine already in the file."""
+def machines_in(path: Path) -> dict:
+    """The machines the file holds (none when it is not there yet); MachineFileError when it cannot be read or
+    written, found before the GPU is asked for the entry."""
     if path.is_dir():
         raise MachineFileError(f"{path} is a directory: name the machine file itself; nothing was written")
     if not path.parent.is_dir():
         raise MachineFileError(f"{path}: the folder {path.parent} does not exist; nothing was written")
-    machines: dict = {}
-    if path.exists():
-        try:
-            machines = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise MachineFileError(f"{path} is not valid JSON ({exc}); fix or move it, nothing was written") from exc
-        if not isinstance(machines, dict):
-            raise MachineFileError(f"{path} does not hold a JSON object; fix or move it, nothing was written")
+    if not path.exists():
+        return {}
+    try:
+        machines = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise MachineFileError(f"{path} is not valid JSON ({exc}); fix or move it, nothing was written") from exc
+    if not isinstance(machines, dict):
+        raise MachineFileError(f"{path} does not hold a JSON object; fix or move it, nothing was written")
+    return machines
+
+
+def write_machine_file(entry: dict, path: Path = ASV_MACHINE_FILE) -> None:
+    """Add or replace this machine's entry, keeping every other machine already in the file."""
+    machines = machines_in(path)
     machines[entry["machine"]] = entry
     machines["version"] = ASV_MACHINE_VERSION
     write_atomically(path, (json.dumps(machines, indent=4, sort_keys=True) + "\n").encode())

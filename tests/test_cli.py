@@ -83,7 +83,7 @@ def test_a_fresh_report_without_a_gpu_is_a_clear_error(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--seed", "042"], "unknown seed 042; seeds: 000, 001, 002, 003, 004"),
-    (["--results", "nowhere", "--machine", "gpu-box"], "no asv results for machine 'gpu-box' in nowhere"),
+    (["--results", "nowhere", "--machine", "gpu-box"], "--results nowhere: no asv results there"),
     (["--results", "results", "--size", "1024"], "--size chooses what to measure"),
 ])
 def test_a_report_of_something_that_is_not_there_is_refused(tmp_path, args, message):

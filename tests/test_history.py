@@ -160,7 +160,8 @@ def tree_digest(root):
     (lambda r: (r / "site").mkdir() or (r / "site" / "notes.md").write_text("mine"), ["--html", "site"],
      "is not empty and is not a site"),
     (lambda r: None, ["--html", "no/such/place"], "does not exist"),
-    (lambda r: None, ["--npm-cache", "nowhere"], "--npm-cache nowhere: no such folder"),
+    (lambda r: None, ["--npm-cache", "nowhere/cache"], "--npm-cache nowhere/cache: the folder it would be made in"),
+    (lambda r: (r / "cache").write_text("a file"), ["--npm-cache", "cache"], "--npm-cache cache: not a directory"),
     (lambda r: (r / "sgemm" / "catalogue.toml").write_text("[suite\n"), [], "the catalogue cannot be read"),
 ])
 def test_every_place_and_the_catalogue_are_checked_before_any_measuring(repo, make, args, message, dry_run):

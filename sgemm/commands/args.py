@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 
 from ..judging.verdict import MIN_ROUNDS
 
@@ -17,6 +18,14 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     if min(m, n, k) < 1:
         raise argparse.ArgumentTypeError(f"M, N and K must be at least 1 (got {text!r})")
     return m, n, k
+
+
+def path(text: str) -> str:
+    """A file or folder as given, with a leading ~ expanded as the shell would have (a quoted '~', or one after '=',
+    reaches here as it is); an empty word, which would stand for the current directory, is refused."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a path, got {text!r} (an unset variable?)")
+    return os.path.expanduser(text)
 
 
 def integer_at_least(lowest: int, what: str):

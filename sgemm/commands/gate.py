@@ -31,12 +31,13 @@ def add_gate(add) -> None:
                       help=f"interleaved rounds per commit, at least {MIN_ROUNDS} (default {DEFAULT_ROUNDS})")
     gate.add_argument("--max-rounds", type=types.rounds, default=DEFAULT_MAX_ROUNDS,
                       help=f"rounds per commit for a case whose verdict is still open (default {DEFAULT_MAX_ROUNDS})")
-    gate.add_argument("--noise", help="round-to-round noise of unchanged code, from `sgemm noise` "
+    gate.add_argument("--noise", type=types.path, help="round-to-round noise of unchanged code, from `sgemm noise` "
                       "(default: REPO/noise/MACHINE.json when present)")
-    gate.add_argument("--repo", default=".", help="the repository (default: the current directory)")
-    gate.add_argument("--work", help="the gate's asv environments and results (default: REPO/.asv/gate)")
+    gate.add_argument("--repo", type=types.path, default=".", help="the repository (default: the current directory)")
+    gate.add_argument("--work", type=types.path,
+                      help="the gate's asv environments and results (default: REPO/.asv/gate)")
     gate.add_argument("--machine", type=types.machine_name, help="asv machine name (default: from the GPU model)")
-    gate.add_argument("--report", help="also write the Markdown report to this file")
+    gate.add_argument("--report", type=types.path, help="also write the Markdown report to this file")
     gate.add_argument("--no-sweep", action="store_true", help="square sizes only: leave out seed 003's shape sweep")
     gate.add_argument("--time-unchanged", action="store_true", help="time cases whose base and head builds are one "
                       "program too (an A/A gate), instead of calling them SAME untimed")
@@ -48,12 +49,13 @@ def add_gate(add) -> None:
 def add_noise(add) -> None:
     noise = add("noise", cmd_noise, "learn each case's round-to-round noise on one machine, for the gate: unpaired "
                 "from asv results of unchanged code (the history), paired from paired gates' rounds", kernels=False)
-    noise.add_argument("--results", help="asv results directory")
-    noise.add_argument("--rounds", action="append", help="a paired gate's work folder (its --work), whose rounds/ "
+    noise.add_argument("--results", type=types.path, help="asv results directory")
+    noise.add_argument("--rounds", type=types.path, action="append",
+                       help="a paired gate's work folder (its --work), whose rounds/ "
                        "hold its round ratios (repeatable)")
     noise.add_argument("--machine", required=True, type=types.machine_name, help="asv machine name")
-    noise.add_argument("--repo", default=".", help="the repository (default: the current directory)")
-    noise.add_argument("--out", help="the noise file (default: REPO/noise/MACHINE.json)")
+    noise.add_argument("--repo", type=types.path, default=".", help="the repository (default: the current directory)")
+    noise.add_argument("--out", type=types.path, help="the noise file (default: REPO/noise/MACHINE.json)")
 
 
 def cmd_gate(args) -> int:
@@ -61,7 +63,7 @@ def cmd_gate(args) -> int:
     from ..judging.gate import EXIT_UNDECIDED, GateError, Settings
 
     problem = input_problem(args.repo, args.kernel, args.size, args.threshold_for, args.rounds, args.max_rounds,
-                            args.noise)
+                            args.noise, args.work, args.machine)
     if problem or (args.report and (problem := writable_file_problem("--report", args.report))):
         print(f"sgemm gate: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -19,12 +19,15 @@ def add_history(add) -> None:
                          "minutes a commit on an H100 or H200)")
     history.add_argument("--gpus", type=types.gpu_count, default="1", help="how many of the box's GPUs to spread "
                          "each commit's cases over, or 'all' (they must be one model; default 1)")
-    history.add_argument("--results", default="results", help="asv results directory (default: results)")
-    history.add_argument("--html", default="html", help="the site's directory (default: html)")
-    history.add_argument("--repo", default=".", help="the repository (default: the current directory)")
+    history.add_argument("--results", type=types.path, default="results",
+                         help="asv results directory (default: results)")
+    history.add_argument("--html", type=types.path, default="html", help="the site's directory (default: html)")
+    history.add_argument("--repo", type=types.path, default=".", help="the repository (default: the current directory)")
     history.add_argument("--machine", type=types.machine_name, help="asv machine name (default: from the GPU model)")
-    history.add_argument("--npm-cache", help="folder of the site libraries' npm tarballs (needed offline)")
-    history.add_argument("--work", help="asv's environments and each GPU's shard (default: REPO/.asv/history)")
+    history.add_argument("--npm-cache", type=types.path,
+                         help="folder of the site libraries' npm tarballs (needed offline)")
+    history.add_argument("--work", type=types.path,
+                         help="asv's environments and each GPU's shard (default: REPO/.asv/history)")
     history.add_argument("--no-site", action="store_true", help="measure only (the site is built elsewhere, e.g. "
                          "from the results of several boxes)")
     history.add_argument("--dry-run", action="store_true", help="say what would be measured; measure nothing")
@@ -32,7 +35,7 @@ def add_history(add) -> None:
 
 
 def cmd_history(args) -> int:
-    from ..history import HistoryError, box_shards, check_places, plan, run, run_sharded
+    from ..history import HistoryError, box_shards, check_catalogue, check_places, plan, run, run_sharded
     from ..machine import detect_identity, machine_entry, machine_name, write_machine_file
     from ..publishing.publish import PublishError, check_site_places
 
@@ -41,8 +44,10 @@ def cmd_history(args) -> int:
         print(f"sgemm history: {repo} has no asv.conf.json: run it in the repository", file=sys.stderr)
         return EXIT_BAD_INPUT
     results, work = Path(args.results).resolve(), Path(args.work or repo / ".asv" / "history").resolve()
-    try:  # the places first: none of them needs the GPU, and the site's is checked before the measuring
+    # The places and the catalogue first: none of them needs the GPU, and the site's is checked before the measuring.
+    try:
         check_places(repo, results, work)
+        check_catalogue(repo)
         if not args.no_site:
             check_site_places(repo, results, Path(args.html), args.npm_cache)
     except (HistoryError, PublishError) as exc:

@@ -34,7 +34,7 @@ def add_bench(add) -> None:
     shapes.add_argument("--size", type=types.size, action="append", help="square size (repeatable; default: the "
                         "sizes the suite times each kernel at)")
     shapes.add_argument("--shape", type=types.parse_shape, action="append", help="MxNxK (repeatable)")
-    bench.add_argument("--json", help="also write every case's samples and telemetry to this file")
+    bench.add_argument("--json", type=types.path, help="also write every case's samples and telemetry to this file")
     bench.add_argument("--versus-baseline", action="store_true", help="also time each kernel paired with its "
                        "precision's cuBLAS in this process, L2 warm and flushed, and each alone for its joules "
                        "per GEMM (about 9 s a kernel)")

@@ -16,7 +16,8 @@ from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, args as types, command_line,
 def add_report(add) -> None:
     report = add("report", cmd_report, "rebuild the seed worklogs' tables and plots, from asv results or a fresh "
                  "measurement on this GPU", kernels=False)
-    report.add_argument("--results", help="asv results directory to read (default: measure now on this GPU)")
+    report.add_argument("--results", type=types.path,
+                        help="asv results directory to read (default: measure now on this GPU)")
     report.add_argument("--machine", type=types.machine_name, help="asv machine name under --results (default: "
                         "this box's)")
     report.add_argument("--commit", help="commit hash or prefix (default: the newest run of the machine)")
@@ -26,26 +27,32 @@ def add_report(add) -> None:
                         "fresh runs; default: the sizes the suite times each kernel at)")
     report.add_argument("--across-gpus", action="store_true", help="one table per precision with a column group "
                         "per GPU, from every machine in --results (e.g. merged results); --size picks the size")
-    report.add_argument("--out", required=True, help="directory for README.md, the PNG plots and points.json")
+    report.add_argument("--out", type=types.path, required=True,
+                        help="directory for README.md, the PNG plots and points.json")
 
 
 def add_merge(add) -> None:
     merge = add("merge", cmd_merge, "merge the asv results trees of several GPU boxes into one (per-machine "
                 "directories kept apart; a bad or conflicting file stops it before anything is written)", kernels=False)
-    merge.add_argument("sources", nargs="+", help="results directories to merge")
-    merge.add_argument("--into", required=True, help="results directory to merge them into (created if missing)")
+    merge.add_argument("sources", type=types.path, nargs="+", help="results directories to merge")
+    merge.add_argument("--into", type=types.path, required=True,
+                       help="results directory to merge them into (created if missing)")
 
 
 def add_publish(add) -> None:
     publish = add("publish", cmd_publish, "build the static site of a results tree: asv publish, the cross-GPU "
                   "page, and every library the pages load vendored beside them (works offline)", kernels=False)
-    publish.add_argument("--results", required=True, help="asv results directory (e.g. merged by `sgemm merge`)")
-    publish.add_argument("--html", required=True, help="the site's directory: new, empty, or a site sgemm publish "
+    publish.add_argument("--results", type=types.path, required=True,
+                         help="asv results directory (e.g. merged by `sgemm merge`)")
+    publish.add_argument("--html", type=types.path, required=True,
+                         help="the site's directory: new, empty, or a site sgemm publish "
                          "made (replaced whole once the new one is built); never the repository or the results")
-    publish.add_argument("--repo", default=".", help="the repository the results were measured from (default: .)")
+    publish.add_argument("--repo", type=types.path, default=".",
+                         help="the repository the results were measured from (default: .)")
     publish.add_argument("--size", type=types.size, help="square size of the cross-GPU page (default: the size "
                          "every GPU measured that shows the most kernels)")
-    publish.add_argument("--npm-cache", help="folder of the libraries' npm tarballs: read when it holds them, "
+    publish.add_argument("--npm-cache", type=types.path,
+                         help="folder of the libraries' npm tarballs: read when it holds them, "
                          "filled when the registry is reachable (needed offline)")
 
 
@@ -117,10 +124,13 @@ def _report_across_gpus(args, kernels) -> int:
 
 
 def cmd_report(args) -> int:
-    from ..publishing.report import ReportError, header_lines, measured_points, points_from_asv, write_report
+    from ..publishing.report import (ReportError, check_out, check_results, header_lines, measured_points,
+                                     points_from_asv, write_report)
 
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        print(f"sgemm report: --out {args.out} is a file: name a directory", file=sys.stderr)
+    try:
+        check_out(Path(args.out), args.out)
+    except ReportError as exc:
+        print(f"sgemm report: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     kernels = catalogue.load_catalogue()
     seeds = catalogue.seeds()
@@ -137,16 +147,21 @@ def cmd_report(args) -> int:
         print("sgemm report: --size chooses what to measure; with --results the sizes are those asv ran",
               file=sys.stderr)
         return 2
+    if not args.results and (args.machine or args.commit):
+        print("sgemm report: --machine and --commit choose a run of asv results: pass --results (without it the "
+              "report measures now on this GPU)", file=sys.stderr)
+        return 2
     if args.results:
         from ..machine import detect_identity, machine_name
 
-        machine = args.machine
-        if not machine:  # this box's machine: the GPU is read to name it
-            machine = machine_name(detect_identity(args.device)) if live_gpu(args.device) else None
-        if not machine:
-            print("sgemm report: no GPU here to name the machine: pass --machine", file=sys.stderr)
-            return EXIT_BAD_INPUT
         try:
+            check_results(Path(args.results), args.results)
+            machine = args.machine
+            if not machine:  # this box's machine: the GPU is read to name it
+                machine = machine_name(detect_identity(args.device)) if live_gpu(args.device) else None
+            if not machine:
+                print("sgemm report: no GPU here to name the machine: pass --machine", file=sys.stderr)
+                return EXIT_BAD_INPUT
             points, commit, facets = points_from_asv(Path(args.results), machine, args.commit)
         except ReportError as exc:
             print(f"sgemm report: {exc}", file=sys.stderr)

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..asvsuite import SuiteCase
 from .changes import Selection
 from .gate import EXIT_PASS, EXIT_UNDECIDED, GateError, Settings, run_gate
+from .noise import NoiseFileError, default_path, read
 from .paired_rounds import ROUND_SETTINGS
 from .report import markdown
 
@@ -26,9 +27,11 @@ def publish_report(text: str, path: Path | None) -> None:
 
 
 def input_problem(repo_text: str, kernels_asked: list[str], sizes: list[int] | None,
-                  threshold_for: list[tuple[str, float]], rounds: int, max_rounds: int, noise: str | None) -> str | None:
+                  threshold_for: list[tuple[str, float]], rounds: int, max_rounds: int, noise: str | None,
+                  work: str | None = None, machine: str | None = None) -> str | None:
     """What is wrong with a gate's inputs that the parser cannot see (the repository, kernels, sizes, threshold
-    patterns, rounds and noise file, as given), found before git, asv or the GPU; None when nothing is."""
+    patterns, rounds, noise file (of `machine`, when named) and work folder, as given), found before git, asv or the
+    GPU; None when nothing is."""
     from fnmatch import fnmatchcase
 
     from .. import catalogue
@@ -50,6 +53,15 @@ def input_problem(repo_text: str, kernels_asked: list[str], sizes: list[int] | N
         return f"--max-rounds {max_rounds} is below --rounds {rounds}"
     if noise and not Path(noise).is_file():
         return f"--noise {noise}: no such file"
+    if noise:
+        try:
+            read(Path(noise), machine)
+        except NoiseFileError as exc:
+            return f"--noise {exc}"
+    if work and Path(work).exists() and not Path(work).is_dir():
+        return f"--work {work}: not a directory"
+    if work and Path(work).resolve().is_relative_to(repo / ".git"):
+        return f"--work {work} lies inside the repository's .git: put it elsewhere"
     return None
 
 
@@ -137,7 +149,6 @@ def describe(chosen: Plan, settings: Settings) -> list[str]:
 def gate(request: Request, dry_run: bool = False) -> int:
     """The gate from the command line: plan, measure, judge, report. Returns the exit status."""
     from ..machine import detect_identity, machine_entry, machine_name, write_machine_file
-    from .noise import NoiseFileError, default_path, read
 
     chosen = plan(request)
     for line in describe(chosen, request.settings):

@@ -42,7 +42,7 @@ def learn(results_dir: Path, machine: str) -> tuple[dict[str, Noise], int]:
     """Every case's pooled between-round noise over the machine's runs, and how many runs there were."""
     squares: dict[str, float] = {}
     dfs: dict[str, int] = {}
-    runs = asvsuite.runs(results_dir, machine)
+    runs = asvsuite.runs(results_dir, machine, strict=True)  # a run left out would change every figure
     for run in runs:
         for benchmark in (asvsuite.GEMM, asvsuite.SHAPES):
             for case in run.values(benchmark, asvsuite.ROUND_TIME):
@@ -138,13 +138,17 @@ def write(path: Path, machine: str, noise: dict[str, Noise], runs: int, paired: 
     write_atomically(path, (json.dumps(data, indent=1) + "\n").encode())
 
 
-def read(path: Path, machine: str, paired_round: dict | None = None) -> tuple[dict[str, dict[str, Noise]], str | None]:
+def read(path: Path, machine: str | None, paired_round: dict | None = None
+         ) -> tuple[dict[str, dict[str, Noise]], str | None]:
     """The noise of each case by how it is measured ("paired", "unpaired"), from a file `write` wrote for this
-    machine (a file from before pairing has the unpaired section alone), and why a section was set aside, if one
+    machine (any machine's, when None: for checking a file before the machine is known; a file from before pairing
+    has the unpaired section alone), and why a section was set aside, if one
     was: paired noise learned from rounds timed otherwise than `paired_round` (when given) says nothing of these."""
     try:
         data = json.loads(path.read_text())
-        if data.get("machine") != machine:
+        if not isinstance(data, dict):
+            raise NoiseFileError(f"{path} is not a noise file: it holds no JSON object")
+        if machine is not None and data.get("machine") != machine:
             raise NoiseFileError(f"{path} is the noise of machine {data.get('machine')!r}, not of {machine!r}")
         noise = {method: {label: Noise(float(entry["sd"]), int(entry["df"])) for label, entry in data[key].items()
                           if float(entry["sd"]) >= 0 and int(entry["df"]) > 0}

@@ -19,7 +19,8 @@ from .. import asvsuite
 from ..catalogue import Kernel, baseline
 from ..figures import Figures
 from ..gpu import Gpu
-from .report import SM_CLOCK_NOTE, Point, ReportError, gpu_from_dict, palette, point_from_dict, points_from_asv
+from .report import (SM_CLOCK_NOTE, NoGemmResults, Point, ReportError, gpu_from_dict, palette, point_from_dict,
+                     points_from_asv)
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def gpu_runs(results_dir: Path) -> list[GpuRun]:
     for machine in machines:
         try:
             points, commit, facets = points_from_asv(Path(results_dir), machine)
-        except ReportError:
+        except NoGemmResults:
             continue  # a machine with no Gemm results (e.g. only resource tracks) has nothing to show
         sm_count, max_clock = _gpu_facts(Path(results_dir), machine, commit)
         cc = Gpu.compute_capability_of(str(facets.get("compute_capability", "")))

@@ -96,7 +96,8 @@ def asv_publish(repo: Path, results_dir: Path, html_dir: Path) -> None:
 
 
 def check_places(repo: Path, results_dir: Path, html_dir: Path, npm_cache: Path | None = None) -> None:
-    """PublishError when making the site in `html_dir` could delete or change what it did not make."""
+    """PublishError when making the site in `html_dir` could delete or change what it did not make, or when the
+    --npm-cache folder cannot serve as one (check_npm_cache)."""
     html = html_dir.resolve()
     places = [("the repository", repo.resolve()), ("the results", results_dir.resolve())]
     if npm_cache is not None:
@@ -114,15 +115,27 @@ def check_places(repo: Path, results_dir: Path, html_dir: Path, npm_cache: Path 
         raise PublishError(f"--html {html_dir}: not a directory")
     if not html.parent.is_dir():
         raise PublishError(f"--html {html_dir}: the folder it would be made in, {html.parent}, does not exist")
+    if npm_cache is not None:
+        check_npm_cache(npm_cache)
+
+
+def check_npm_cache(npm_cache: Path) -> None:
+    """PublishError unless `npm_cache` is a folder, or can be made as one where it is named (it is made when the
+    first tarball is saved into it): a file, or a folder whose parent is missing or cannot be written, is refused."""
+    cache = npm_cache.resolve()
+    if cache.exists() and not cache.is_dir():
+        raise PublishError(f"--npm-cache {npm_cache}: not a directory")
+    if not cache.exists() and not cache.parent.is_dir():
+        raise PublishError(f"--npm-cache {npm_cache}: the folder it would be made in, {cache.parent}, does not exist")
+    if not os.access(cache if cache.exists() else cache.parent, os.W_OK | os.X_OK):
+        raise PublishError(f"--npm-cache {npm_cache}: cannot be written here")
 
 
 def check_site_places(repo: Path, results_dir: Path, html_dir: Path, npm_cache: str | None) -> None:
-    """PublishError when the site could not be published where asked (check_places, check_replaceable, and the
-    --npm-cache folder): for the history to say before the measuring, not after it."""
-    check_places(repo, results_dir, html_dir, Path(npm_cache).resolve() if npm_cache else None)
+    """PublishError when the site could not be published where asked (check_places, with the --npm-cache folder, and
+    check_replaceable): for the history to say before the measuring, not after it."""
+    check_places(repo, results_dir, html_dir, Path(npm_cache) if npm_cache else None)
     check_replaceable(html_dir)
-    if npm_cache and not Path(npm_cache).is_dir():
-        raise PublishError(f"--npm-cache {npm_cache}: no such folder")
 
 
 def check_replaceable(html_dir: Path) -> None:

@@ -32,6 +32,40 @@ class ReportError(RuntimeError):
     """The measurements asked for cannot be found or read; the message says which and why."""
 
 
+class NoGemmResults(ReportError):
+    """The results hold no Gemm figures of the machine (or commit) asked for: read, and found empty."""
+
+
+def machines_in(results_dir: Path) -> list[str]:
+    """The machines an asv results tree holds runs of (each has <machine>/machine.json), by name."""
+    return sorted(path.parent.name for path in Path(results_dir).glob("*/machine.json"))
+
+
+def check_results(results_dir: Path, shown: str) -> None:
+    """ReportError unless `results_dir` holds some machine's asv results: said before the GPU is asked to name the
+    machine, which a missing tree would otherwise be blamed on."""
+    if not machines_in(results_dir):
+        raise ReportError(f"--results {shown}: no asv results there (no <machine>/machine.json); pass the directory "
+                          "that `asv run` or `sgemm merge` filled")
+
+
+def check_out(out_dir: Path, shown: str) -> None:
+    """ReportError when a report (README.md, points.json, PNGs) written into `out_dir` could overwrite what no report
+    wrote, or has nowhere to go; said before anything is read or measured. A folder whose README.md has no points.json
+    beside it is someone else's (a repository, notes); a results tree would hold files `sgemm merge` refuses."""
+    out_dir = Path(out_dir).resolve()
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ReportError(f"--out {shown} is a file: name a directory")
+    if not out_dir.exists() and not out_dir.parent.is_dir():
+        raise ReportError(f"--out {shown}: the folder it would be made in, {out_dir.parent}, does not exist")
+    if (out_dir / "README.md").exists() and not (out_dir / "points.json").is_file():
+        raise ReportError(f"--out {shown} holds a README.md that no report wrote (no points.json beside it): name a "
+                          "new folder, or one a report made")
+    if tree := next((folder for folder in (out_dir, *out_dir.parents) if (folder / "benchmarks.json").is_file()),
+                    None):
+        raise ReportError(f"--out {shown} lies in the asv results tree {tree}: put the report outside it")
+
+
 @dataclass(frozen=True)
 class Point:
     """One kernel at one square size."""
@@ -51,24 +85,28 @@ def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) 
     """
     machine_dir = Path(results_dir) / machine
     if not (machine_dir / "machine.json").is_file():
-        known = sorted(p.parent.name for p in Path(results_dir).glob("*/machine.json"))
+        known = machines_in(results_dir)
         raise ReportError(f"no asv results for machine {machine!r} in {results_dir} (machines there: "
                           f"{', '.join(known) or 'none'})")
     try:
-        found = [r for r in asvsuite.runs(Path(results_dir), machine) if r.values(asvsuite.GEMM, asvsuite.TFLOPS)]
+        found = [r for r in asvsuite.runs(Path(results_dir), machine, strict=True)
+                 if r.values(asvsuite.GEMM, asvsuite.TFLOPS)]
         facets = json.loads((machine_dir / "machine.json").read_text())
     except (OSError, ValueError, KeyError) as exc:
         raise ReportError(f"cannot read the asv results in {machine_dir}: {exc}") from exc
     if commit:
         found = [r for r in found if r.commit.startswith(commit)]
     if not found:
-        raise ReportError(f"no Gemm results for machine {machine!r}" + (f" at commit {commit}" if commit else ""))
+        raise NoGemmResults(f"no Gemm results for machine {machine!r}" + (f" at commit {commit}" if commit else ""))
     run = found[-1]
     clocks, powers = run.values(asvsuite.GEMM, asvsuite.SM_CLOCK), run.values(asvsuite.GEMM, asvsuite.POWER)
     points = []
     for case, rate in run.values(asvsuite.GEMM, asvsuite.TFLOPS).items():
         if rate is None or math.isnan(rate):
             continue
+        if len(case.params) != len(asvsuite.GEMM_PARAMS):  # a suite of another shape (or no suite of this project)
+            raise ReportError(f"cannot read the asv results in {machine_dir}: {asvsuite.GEMM} has parameters "
+                              f"{list(case.params)}, not this suite's {list(asvsuite.GEMM_PARAMS)}")
         clock, power = clocks.get(case), powers.get(case)
         points.append(Point(case.kernel, case.shape[0], rate, math.nan if clock is None else clock,
                             None if power is None or math.isnan(power) else power))

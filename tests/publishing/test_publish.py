@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from sgemm.catalogue import load_catalogue
-from sgemm.publishing.publish import (CROSS_GPU_DIR, CROSS_GPU_LABEL, SITE_MARKER, PublishError, check_site_places,
-                                     publish_site)
+from sgemm.publishing.publish import (CROSS_GPU_DIR, CROSS_GPU_LABEL, SITE_MARKER, PublishError, check_places,
+                                     check_site_places, publish_site)
 from sgemm.publishing.site import CDN_ASSETS, PACKAGES
 
 KERNELS = load_catalogue()
@@ -276,8 +276,17 @@ def test_the_npm_cache_inside_the_site_is_refused(two_gpu_results, tmp_path):
 
 def test_a_site_that_could_not_be_published_where_asked_is_said_before_the_history_measures(two_gpu_results,
                                                                                           tmp_path):
-    with pytest.raises(PublishError, match="--npm-cache .*missing: no such folder"):
-        check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", str(tmp_path / "missing"))
+    with pytest.raises(PublishError, match="--npm-cache .*missing/cache: the folder it would be made in, .*missing, "
+                                           "does not exist"):
+        check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html",
+                          str(tmp_path / "missing" / "cache"))
+    with pytest.raises(PublishError, match="--npm-cache .*notes.txt: not a directory"):
+        (tmp_path / "notes.txt").write_text("mine")
+        check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", str(tmp_path / "notes.txt"))
+    # A cache folder not there yet is made when the first tarball is saved into it, as publish_site does.
+    check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", str(tmp_path / "new-cache"))
+    check_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", tmp_path / "new-cache")
+    assert not (tmp_path / "new-cache").exists()
     with pytest.raises(PublishError, match="holds the npm cache"):
         check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html",
                           str(tmp_path / "html" / "cache"))
