@@ -42,6 +42,8 @@ def _cuda_versions() -> tuple[float, float]:
         cuda = float(cupy.cuda.runtime.driverGetVersion())
     except Exception:  # noqa: BLE001 - no CUDA here
         return math.nan, math.nan
+    if not cuda:  # 0: CUDA says no driver is loaded
+        return math.nan, math.nan
     try:
         from cupy_backends.cuda.libs import cublas
 

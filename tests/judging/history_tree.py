@@ -85,6 +85,20 @@ def write_history(results: Path, commits: list[str], cases: list[Case], measured
             _add_scalars(results, run_file, environment[index])
     machine_file = results / MACHINE / "machine.json"
     machine_file.write_text(json.dumps({"machine": MACHINE, "gpu": GPU, "version": 1}))
+    _write_benchmarks(results, cases)
+
+
+def _write_benchmarks(results: Path, cases: list[Case]) -> None:
+    """benchmarks.json for `asv publish`: each track the cases use, with their parameters."""
+    axes = [sorted({case.params[i] for case in cases}, key=repr) for i in range(3)]
+    tracks = {case.track for case in cases} | {asvsuite.ROUND_SM_CLOCK, asvsuite.POWER, asvsuite.CARD}
+    definitions = {"version": 2}
+    for track in tracks:
+        name = f"{asvsuite.MODULE}.{GEMM}.{track}"
+        definitions[name] = {"name": name, "type": "track", "unit": "unit", "version": "1", "code": "",
+                             "param_names": ["kernel", "size", "precision"], "timeout": 60,
+                             "params": [[repr(value) for value in axis] for axis in axes]}
+    (results / "benchmarks.json").write_text(json.dumps(definitions))
 
 
 def _add_scalars(results: Path, run_file: Path, scalars: dict[str, float]) -> None:
