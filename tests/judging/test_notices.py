@@ -152,8 +152,8 @@ def test_a_history_of_one_commit_has_nothing_to_detect_and_says_so(tmp_path, bra
     ("{not json", "not valid JSON"),
     ('{"confirmations": {}}', "expected"),
     ('{"confirmations": [{"case": "fp16/x"}]}', "lacks or mistypes"),
-    ('{"confirmations": [{"case": "x", "size": 8192, "good": "a", "bad": "b", "verdict": "SAME", "ratio": 1, '
-     '"interval": [1, 1], "confidence": 0.95, "method": "m", "measured_at": "t"}]}', "40-hex"),
+    (('{"confirmations": [{"case": "x", "size": 8192, "good": "a", "bad": "b", "verdict": "SAME", "ratio": 1, '
+      '"interval": [1, 1], "confidence": 0.95, "method": "m", "measured_at": "t"}]}'), "40-hex"),
 ])
 def test_a_corrupt_confirmations_file_is_refused_by_name_and_left_as_it_is(tmp_path, content, why):
     path = tmp_path / "confirmations.json"
@@ -166,7 +166,7 @@ def test_a_corrupt_confirmations_file_is_refused_by_name_and_left_as_it_is(tmp_p
 def test_a_corrupt_run_file_stops_the_watch(tmp_path, branch):
     repo, commits = branch
     write_history(tmp_path / "results", commits, hopper_and_quiet())
-    broken = sorted((tmp_path / "results" / MACHINE).glob("*-existing-py.json"))[0]
+    broken = min((tmp_path / "results" / MACHINE).glob("*-existing-py.json"))
     broken.write_text("[]")
     with pytest.raises(HistoryError, match=broken.name):
         watch(tmp_path / "results", repo, KERNELS)

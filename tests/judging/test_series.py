@@ -35,7 +35,7 @@ def test_each_case_follows_its_ratio_where_recorded_else_its_round_medians(tmp_p
 
 
 def test_gaps_are_left_out_and_positions_kept(tmp_path, branch):
-    repo, commits = branch
+    _, commits = branch
     values = [None, None, 1.0, 1.0, None, 1.0, 1.0, 1.0]  # a kernel added at the third commit, one commit failed
     write_history(tmp_path / "results", commits, [Case("fp32/warptile", 4096, values)], measured=[2, 3, 5, 6, 7])
     history = read_history(tmp_path / "results", MACHINE, commits, KERNELS)
@@ -44,7 +44,7 @@ def test_gaps_are_left_out_and_positions_kept(tmp_path, branch):
 
 
 def test_a_renamed_kernel_goes_on_under_its_new_name(tmp_path, branch):
-    repo, commits = branch
+    _, commits = branch
     renamed = next(k for k in KERNELS.values() if not k.library and k.sizes)
     kernels = dict(KERNELS)
     precision = renamed.precision
@@ -58,7 +58,7 @@ def test_a_renamed_kernel_goes_on_under_its_new_name(tmp_path, branch):
 
 
 def test_ratios_to_an_older_reference_are_left_out(tmp_path, branch):
-    repo, commits = branch
+    _, commits = branch
     write_history(tmp_path / "results", commits[:4], [Case("fp32/warptile", 4096, [1.0] * 4)],
                   reference_version="reference old")
     write_history(tmp_path / "results", commits, [Case("fp32/warptile", 4096, [None] * 4 + [0.9] * 4)],
@@ -68,7 +68,7 @@ def test_ratios_to_an_older_reference_are_left_out(tmp_path, branch):
 
 
 def test_a_corrupt_run_file_is_refused_by_name(tmp_path, branch):
-    repo, commits = branch
+    _, commits = branch
     write_history(tmp_path / "results", commits, [Case("fp32/warptile", 4096, [1.0] * 8)])
     broken = sorted((tmp_path / "results" / MACHINE).glob("*-existing-py.json"))[3]
     broken.write_text("{not json")
@@ -84,7 +84,7 @@ def test_no_branch_is_a_clear_error(tmp_path, branch):
 
 
 def test_versions_recorded_per_run_and_their_changes_in_words(tmp_path, branch):
-    repo, commits = branch
+    _, commits = branch
     environment = {i: {asvsuite.DRIVER_VERSION: 580159004.0 if i < 4 else 580165002.0,
                        asvsuite.CUBLAS_VERSION: 130100.0} for i in range(8)}
     write_history(tmp_path / "results", commits, [Case("fp32/warptile", 4096, [1.0] * 8)], environment=environment)

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judging"))
-from history_tree import MACHINE, make_branch, write_history  # noqa: E402
-from test_notices import COMMITS, STEP_AT, hopper_and_quiet  # noqa: E402
+from history_tree import MACHINE, make_branch, write_history
+from test_notices import COMMITS, STEP_AT, hopper_and_quiet
 
 from sgemm.catalogue import load_catalogue
 from sgemm.judging.notices import watch
