@@ -103,7 +103,7 @@ def cmd_publish(args) -> int:
         counts = ", ".join(f"{states.count(state)} {state}" for state in dict.fromkeys(states)) or "no steps"
         print(f"{machine}: {report.series} series watched: {counts}")
         for note in report.notes:
-            print(f"sgemm publish: note: {note}", file=sys.stderr)
+            print(f"  {note}")
     print(f"notices: {site.html_dir / 'notices.json'}; regressions page: {site.html_dir / 'regressions/index.html'}")
     return 0
 
