@@ -41,6 +41,11 @@ GATE_TRACKS = (ROUND_TIME, ROUND_SM_CLOCK, CARD, THROTTLED)
 GPU_MODULE_CLASS = "bench_gpu.Gpu"
 SM_COUNT = f"{GPU_MODULE_CLASS}.track_sm_count"
 MAX_SM_CLOCK = f"{GPU_MODULE_CLASS}.track_max_sm_clock"
+# What the box measured with, as numbers asv can keep (benchmarks/bench_gpu.py): a step that comes with a change of
+# one of them is the environment's, not the code's.
+DRIVER_VERSION = f"{GPU_MODULE_CLASS}.track_driver_version"  # 580.159.04 as 580159004
+CUDA_DRIVER_VERSION = f"{GPU_MODULE_CLASS}.track_cuda_driver_version"  # the CUDA version the driver supports: 13000
+CUBLAS_VERSION = f"{GPU_MODULE_CLASS}.track_cublas_version"  # cuBLAS 13.1.0 as 130100
 
 
 @dataclass(frozen=True, order=True)

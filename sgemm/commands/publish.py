@@ -54,6 +54,8 @@ def add_publish(add) -> None:
     publish.add_argument("--npm-cache", type=types.path,
                          help="folder of the libraries' npm tarballs: read when it holds them, "
                          "filled when the registry is reachable (needed offline)")
+    publish.add_argument("--commit-url", help="where a commit is shown, as a prefix its hash is added to (e.g. "
+                         "https://github.com/OWNER/REPO/commit/): the regressions' notices link to it")
 
 
 def cmd_merge(args) -> int:
@@ -76,13 +78,19 @@ def cmd_merge(args) -> int:
 
 
 def cmd_publish(args) -> int:
+    from ..judging.notices import check_commit_url
     from ..publishing.publish import CROSS_GPU_DIR, PublishError, publish_site
     from ..publishing.site import SiteError
 
     try:
+        commit_url = check_commit_url(args.commit_url)
+    except ValueError as exc:
+        print(f"sgemm publish: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
         site = publish_site(Path(args.repo).resolve(), Path(args.results).resolve(), Path(args.html).resolve(),
                             catalogue.load_catalogue(), made_from_results(args), args.size,
-                            Path(args.npm_cache) if args.npm_cache else None)
+                            Path(args.npm_cache) if args.npm_cache else None, commit_url)
     except PublishError as exc:
         print(f"sgemm publish: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -97,6 +105,13 @@ def cmd_publish(args) -> int:
           f"e.g. `asv preview` or `python -m http.server -d {shlex.quote(str(site.html_dir))}`)")
     if site.kept:
         print(f"kept {len(site.kept)} entries the tool did not make: {', '.join(site.kept)}")
+    for machine, report in sorted(site.watched.items()):
+        states = [notice["state"] for notice in report.notices]
+        counts = ", ".join(f"{states.count(state)} {state}" for state in dict.fromkeys(states)) or "no steps"
+        print(f"{machine}: {report.series} series watched: {counts}")
+        for note in report.notes:
+            print(f"  {note}")
+    print(f"notices: {site.html_dir / 'notices.json'}; regressions page: {site.html_dir / 'regressions/index.html'}")
     return 0
 
 

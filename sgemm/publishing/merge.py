@@ -34,6 +34,10 @@ from ..atomic import write_atomically
 
 BENCHMARKS_FILE = "benchmarks.json"
 MACHINE_FILE = "machine.json"
+# Beside a machine's runs, what checked its history's steps: paired confirmations (one file a machine, records
+# added, never replaced) and bisect results (a file a notice, refused when two differ, as a run file is).
+CONFIRMATIONS_FILE = "confirmations.json"
+BISECT_DIR = "bisect"
 LOCK_SUFFIX = ".sgemm-lock"
 # The machine facets that say which GPU a directory's history belongs to (see machine.py).
 GPU_IDENTITY = ("gpu", "gpu_memory", "compute_capability")
@@ -118,10 +122,13 @@ class MergePlan:
     benchmarks: dict = field(default_factory=dict)  # the merged benchmarks.json
     # (run file in the merged tree, benchmark): results asv publish will not show, as a newer run uses another version
     superseded: list[tuple[Path, str]] = field(default_factory=list)
+    confirmations: dict[Path, bytes] = field(default_factory=dict)  # a machine's confirmations.json, written whole
 
     @property
     def machines(self) -> list[str]:
-        return sorted({dest.parent.name for _, dest in self.copies if dest.name != BENCHMARKS_FILE})
+        return sorted({(dest.parent.parent if dest.parent.name == BISECT_DIR else dest.parent).name
+                       for _, dest in self.copies if dest.name != BENCHMARKS_FILE}
+                      | {dest.parent.name for dest in self.confirmations})
 
 
 def _read_json(path: Path, problems: list[str]) -> dict | None:
@@ -155,7 +162,7 @@ def _read_run_file(path: Path, machine: str, problems: list[str] | None, lands: 
 def _run_files(tree: Path) -> Iterator[tuple[Path, str]]:
     """(path, machine) of every run file of an existing results tree."""
     for path in sorted(tree.glob("*/*.json")):
-        if path.name != MACHINE_FILE and not path.name.startswith("."):
+        if path.name not in (MACHINE_FILE, CONFIRMATIONS_FILE) and not path.name.startswith("."):
             yield path, path.parent.name
 
 
@@ -189,6 +196,7 @@ def plan_merge(sources: list[Path], dest: Path) -> MergePlan:
     planned: dict[Path, tuple[bytes, Path | None]] = {}  # destination file -> (content, the source it comes from)
     definitions: list[tuple[Path, dict]] = []  # every benchmarks.json, the destination's first
     runs: dict[Path, RunVersions] = {}  # by where each lies in the merged tree
+    confirmations: dict[str, list[dict]] = {}  # machine -> the sources' confirmation records
     if (dest / BENCHMARKS_FILE).is_file():
         definitions.append((dest / BENCHMARKS_FILE, _read_json(dest / BENCHMARKS_FILE, problems) or {}))
     if dest.is_dir():
@@ -208,6 +216,14 @@ def plan_merge(sources: list[Path], dest: Path) -> MergePlan:
                 if (entries := _read_json(path, problems)) is not None:
                     definitions.append((path, entries))
                 continue
+            if len(relative.parts) == 3 and relative.parts[1] == BISECT_DIR and path.suffix == ".json":
+                if _read_json(path, problems) is not None:
+                    _plan_copy(plan, planned, path, dest / relative, problems)
+                continue
+            if relative.name == CONFIRMATIONS_FILE and len(relative.parts) == 2:
+                if (records := _read_confirmations(path, problems)) is not None:
+                    confirmations.setdefault(relative.parts[0], []).extend(records)
+                continue
             if len(relative.parts) != 2 or path.suffix != ".json":
                 problems.append(f"{path}: not part of an asv results tree (expected <machine>/<file>.json)")
                 continue
@@ -220,9 +236,41 @@ def plan_merge(sources: list[Path], dest: Path) -> MergePlan:
                 runs[run.path] = run
             _plan_copy(plan, planned, path, dest / relative, problems)
     plan.benchmarks = _resolve_benchmarks(definitions, list(runs.values()), plan.superseded, problems)
+    for machine, records in sorted(confirmations.items()):
+        _plan_confirmations(plan, dest / machine / CONFIRMATIONS_FILE, records, problems)
     if problems:
         raise MergeError(problems)
     return plan
+
+
+def _read_confirmations(path: Path, problems: list[str]) -> list[dict] | None:
+    data = _read_json(path, problems)
+    if data is None:
+        return None
+    records = data.get("confirmations")
+    if not isinstance(records, list) or not all(isinstance(record, dict) for record in records):
+        problems.append(f'{path}: expected {{"confirmations": [{{...}}, ...]}}')
+        return None
+    return records
+
+
+def _plan_confirmations(plan: MergePlan, target: Path, incoming: list[dict], problems: list[str]) -> None:
+    """The machine's confirmations: every record already there, then each new one once (a record is a
+    measurement: two boxes' records are both kept)."""
+    existing = _read_confirmations(target, problems) if target.is_file() else []
+    if existing is None:
+        return
+    merged = list(existing)
+    seen = {json.dumps(record, sort_keys=True) for record in merged}
+    for record in incoming:
+        if (key := json.dumps(record, sort_keys=True)) not in seen:
+            seen.add(key)
+            merged.append(record)
+    if len(merged) == len(existing) and target.is_file():
+        plan.unchanged.append(target)
+        return
+    content = (json.dumps({"confirmations": merged}, indent=1) + "\n").encode()
+    plan.confirmations[target] = content
 
 
 def _plan_copy(plan: MergePlan, planned: dict[Path, tuple[bytes, Path | None]], path: Path, target: Path,
@@ -311,6 +359,8 @@ def merge_results(sources: list[Path], dest: Path) -> MergePlan:
             plan = plan_merge(sources, dest)
             for source, target in plan.copies:
                 write_atomically(target, source.read_bytes())
+            for target, content in plan.confirmations.items():
+                write_atomically(target, content)
             if plan.benchmarks:
                 content = (json.dumps(plan.benchmarks, indent=4, sort_keys=True) + "\n").encode()
                 target = dest / BENCHMARKS_FILE

@@ -35,6 +35,9 @@ from pathlib import Path, PurePosixPath
 
 from ..asvconf import write_asv_config
 from ..catalogue import Kernel
+from ..judging.notices import NOTICES_FILE, ConfirmationsError, Report, notices_document, watch, write_notices
+from ..judging.series import HistoryError
+from . import regressions
 from .crossgpu import report_across_gpus, unmeasured_size
 from .merge import LockError, locked
 from .report import ReportError
@@ -64,6 +67,7 @@ class Site:
     cross_gpu_skipped: str = ""  # why there is no cross-GPU page
     vendored: list[Vendored] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # what the old site held that no publish made, moved across
+    watched: dict[str, Report] = field(default_factory=dict)  # each machine's notices (notices.json), by machine
 
 
 def check_inputs(repo: Path, results_dir: Path) -> None:
@@ -281,33 +285,42 @@ def _swap_in(built: Path, html_dir: Path) -> None:
 
 
 def publish_site(repo: Path, results_dir: Path, html_dir: Path, kernels: dict[str, Kernel], header: list[str],
-                 size: int | None = None, npm_cache: Path | None = None) -> Site:
+                 size: int | None = None, npm_cache: Path | None = None, commit_url: str | None = None) -> Site:
     """The whole site of `results_dir` in `html_dir`. The cross-GPU page compares every machine's newest run at
     `size` (default: the size every GPU measured that shows the most kernels); a tree with no Gemm results gets no
     such page.
 
     PublishError, with nothing changed, when it cannot be built; SiteError when it was built and put in place but
-    its libraries could not be vendored."""
+    its libraries could not be vendored. Every machine's history is watched for steps (sgemm.judging.notices):
+    notices.json beside the pages, and the regressions page linked from the navbar; `commit_url` (a prefix to which
+    a commit's hash is added) links each notice to its commit."""
     repo, results_dir, html_dir = Path(repo).resolve(), Path(results_dir).resolve(), Path(html_dir).resolve()
     check_inputs(repo, results_dir)
     check_places(repo, results_dir, html_dir, npm_cache)
     try:
         with locked(exclusive=[html_dir], shared=[results_dir]):
             check_replaceable(html_dir)
-            return _build_and_swap(repo, results_dir, html_dir, kernels, header, size, npm_cache)
+            return _build_and_swap(repo, results_dir, html_dir, kernels, header, size, npm_cache, commit_url)
     except LockError as exc:
         raise PublishError(str(exc)) from exc
 
 
 def _build_and_swap(repo: Path, results_dir: Path, html_dir: Path, kernels: dict[str, Kernel], header: list[str],
-                    size: int | None, npm_cache: Path | None) -> Site:
+                    size: int | None, npm_cache: Path | None, commit_url: str | None) -> Site:
     check_size(results_dir, size)
+    try:
+        # Read before anything is built: a run file or confirmations file that cannot be read stops the publish.
+        watched = watch(results_dir, repo, kernels, commit_url)
+    except (HistoryError, ConfirmationsError) as exc:
+        raise PublishError(str(exc)) from exc
     staging = Path(tempfile.mkdtemp(dir=html_dir.parent, prefix=f".{html_dir.name}.building-"))
     keep_staging = False  # once it may hold the only copy of something foreign
     try:
         built = staging / html_dir.name
         asv_publish(repo, results_dir, built)
-        site = Site(html_dir)
+        site = Site(html_dir, watched=watched)
+        write_notices(built / NOTICES_FILE, notices_document(watched))
+        regressions.write_page(built / regressions.PAGE_DIR, watched, header)
         offline_error: SiteError | None = None
         try:
             cross_gpu = report_across_gpus(results_dir, built / CROSS_GPU_DIR, kernels, header, size)
@@ -317,6 +330,11 @@ def _build_and_swap(repo: Path, results_dir: Path, html_dir: Path, kernels: dict
             site.cross_gpu_skipped = str(exc)
         except SiteError as exc:
             offline_error = exc
+        if offline_error is None:
+            try:
+                add_nav_link(built, f"{regressions.PAGE_DIR}/index.html", regressions.NAV_LABEL)
+            except SiteError as exc:
+                offline_error = exc
         if offline_error is None:
             try:
                 site.vendored = vendor_assets(built, npm_cache)

@@ -1,0 +1,95 @@
+"""The regressions page and notices.json in a published site (sgemm.publishing.regressions, through publish_site):
+open notices first with their graph and bisect result, closed ones apart, the page linked from the navbar; a
+corrupt run or confirmations file stops the publish with the old site and the results as they were; merge carries
+confirmations (records added) and bisect results."""
+
+import json
+
+import pytest
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judging"))
+from history_tree import MACHINE, make_branch, write_history
+from test_notices import COMMITS, STEP_AT, hopper_and_quiet
+
+from sgemm.catalogue import load_catalogue
+from sgemm.judging.notices import watch
+from sgemm.publishing.merge import MergeError, merge_results
+from sgemm.publishing.publish import PublishError, publish_site
+from sgemm.publishing.regressions import NAV_LABEL, write_page
+
+KERNELS = load_catalogue()
+
+
+@pytest.fixture
+def history(tmp_path):
+    commits = make_branch(tmp_path / "repo", COMMITS)
+    write_history(tmp_path / "results", commits, hopper_and_quiet())
+    return tmp_path / "repo", tmp_path / "results", commits
+
+
+def test_the_page_lists_open_notices_with_a_graph_and_closed_ones_apart(tmp_path, history):
+    repo, results, commits = history
+    reports = watch(results, repo, KERNELS, "https://github.com/o/r/commit/")
+    notice = reports[MACHINE].notices[0]
+    closed = dict(notice, id="closed-one", state="closed")
+    reports[MACHINE].notices.append(closed)
+    written = write_page(tmp_path / "page", reports, ["Made: in a test"])
+    page = (tmp_path / "page" / "index.html").read_text()
+    assert page.index("Open (1)") < page.index(notice["id"]) < page.index("Closed (1)") < page.index("closed-one")
+    assert (tmp_path / "page" / f"{notice['id']}.png") in written
+    assert f'href="https://github.com/o/r/commit/{commits[STEP_AT]}"' in page
+    assert "Bisect: none yet." in page
+
+
+def test_the_site_holds_notices_json_and_links_the_page(tmp_path, history, npm_cache):
+    repo, results, commits = history
+    bisect = results / MACHINE / "bisect"
+    bisect.mkdir()
+    notice_id = watch(results, repo, KERNELS)[MACHINE].notices[0]["id"]
+    (bisect / f"{notice_id}.json").write_text(json.dumps({"id": notice_id, "first_bad": commits[STEP_AT],
+                                                          "verdict": "DIFFERENT", "builds": 5, "wall_s": 300}))
+    site = publish_site(repo, results, tmp_path / "html", KERNELS, ["Made: in a test"], npm_cache=npm_cache)
+    document = json.loads((tmp_path / "html" / "notices.json").read_text())
+    assert [n["id"] for n in document["notices"]] == [notice_id] and site.watched[MACHINE].notices
+    assert "regressions/index.html" in (tmp_path / "html" / "index.html").read_text()
+    assert NAV_LABEL in (tmp_path / "html" / "index.html").read_text()
+    assert "Bisect: DIFFERENT" in (tmp_path / "html" / "regressions" / "index.html").read_text()
+
+
+@pytest.mark.parametrize("broken", ["run", "confirmations"])
+def test_a_corrupt_file_stops_the_publish_and_changes_nothing(tmp_path, history, npm_cache, broken):
+    repo, results, _ = history
+    publish_site(repo, results, tmp_path / "html", KERNELS, ["Made: in a test"], npm_cache=npm_cache)
+    before = (tmp_path / "html" / "notices.json").read_text()
+    path = (sorted((results / MACHINE).glob("*-existing-py.json"))[2] if broken == "run"
+            else results / MACHINE / "confirmations.json")
+    path.write_text("{not json")
+    with pytest.raises(PublishError, match=path.name):
+        publish_site(repo, results, tmp_path / "html", KERNELS, ["Made: in a test"], npm_cache=npm_cache)
+    assert (tmp_path / "html" / "notices.json").read_text() == before and path.read_text() == "{not json"
+
+
+def test_merge_adds_confirmations_and_carries_bisect_results(tmp_path, history):
+    _, results, commits = history
+    record = {"case": "fp16/wgmma_cluster", "size": 8192, "good": commits[0], "bad": commits[1],
+              "verdict": "SAME", "ratio": 1.0, "interval": [0.999, 1.001], "confidence": 0.95,
+              "method": "paired", "measured_at": "2026-12-01T10:00:00Z"}
+    other = dict(record, verdict="DIFFERENT", measured_at="2026-12-02T10:00:00Z")
+    (results / MACHINE / "confirmations.json").write_text(json.dumps({"confirmations": [record]}))
+    (results / MACHINE / "bisect").mkdir()
+    (results / MACHINE / "bisect" / "x--y--123456789012.json").write_text('{"id": "x--y--123456789012"}')
+    merged = tmp_path / "merged"
+    merge_results([results], merged)
+    box = tmp_path / "box"
+    (box / MACHINE).mkdir(parents=True)
+    (box / MACHINE / "confirmations.json").write_text(json.dumps({"confirmations": [record, other]}))
+    merge_results([box], merged)
+    kept = json.loads((merged / MACHINE / "confirmations.json").read_text())["confirmations"]
+    assert kept == [record, other]
+    assert (merged / MACHINE / "bisect" / "x--y--123456789012.json").is_file()
+    (box / MACHINE / "confirmations.json").write_text("{not json")
+    with pytest.raises(MergeError, match="not valid JSON"):
+        merge_results([box], merged)
+    assert json.loads((merged / MACHINE / "confirmations.json").read_text())["confirmations"] == kept
