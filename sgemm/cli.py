@@ -18,8 +18,8 @@ SIGNED_VALUE_OPTIONS = ("--shape", "--size", "--alpha", "--beta", "--device", "-
                         "--threshold", "--budget-s", "--max-builds", "--confidence")
 # Each command's arguments, in the order `sgemm --help` lists them.
 COMMANDS = (kernels.add_list, kernels.add_check, kernels.add_bench, publish.add_report, publish.add_merge,
-            gate.add_gate, bisect.add_bisect, bisect.add_confirm, history.add_history, publish.add_publish,
-            gate.add_noise, machine.add_machine)
+            gate.add_gate, history.add_history, publish.add_publish, gate.add_noise, machine.add_machine,
+            bisect.add_bisect, bisect.add_confirm)
 
 
 def _glue_signed_values(argv: list[str]) -> list[str]:
