@@ -8,17 +8,18 @@ import sys
 import warnings
 
 from .catalogue import CatalogueError, UnknownKernelError
-from .commands import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, gate, history, kernels, machine, publish
+from .commands import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, bisect, gate, history, kernels, machine, publish
 from .commands.args import device as _device, parse_shape  # noqa: F401 (parse_shape: `sgemm.cli.parse_shape`)
 from .measuring.record import NoGpuError
 
 # Options whose value may start with '-': argparse reads "-3x4x5" or "-1e-3" as an option of its own, and says only
 # "expected one argument", unless the value is glued on with '='. main() glues them on.
 SIGNED_VALUE_OPTIONS = ("--shape", "--size", "--alpha", "--beta", "--device", "--rounds", "--max-rounds",
-                        "--threshold")
+                        "--threshold", "--budget-s", "--max-builds", "--confidence")
 # Each command's arguments, in the order `sgemm --help` lists them.
 COMMANDS = (kernels.add_list, kernels.add_check, kernels.add_bench, publish.add_report, publish.add_merge,
-            gate.add_gate, history.add_history, publish.add_publish, gate.add_noise, machine.add_machine)
+            gate.add_gate, history.add_history, publish.add_publish, gate.add_noise, machine.add_machine,
+            bisect.add_bisect, bisect.add_confirm)
 
 
 def _glue_signed_values(argv: list[str]) -> list[str]:

@@ -34,7 +34,7 @@ def test_sgemm_alone_lists_its_commands_and_says_its_version():
     bare = run()
     assert bare.returncode == 2
     assert bare.stderr == ("sgemm: give a command: list, check, bench, report, merge, gate, history, publish, noise, "
-                           "machine (sgemm --help says what each does)\n")
+                           "machine, bisect, confirm (sgemm --help says what each does)\n")
     version = run("--version")
     assert version.returncode == 0 and version.stdout.startswith("sgemm 0.1.0")
 

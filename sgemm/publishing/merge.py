@@ -17,6 +17,11 @@ destination's definition, else the first source's.
 A merge holds an exclusive lock on the destination (and shared ones on the sources) for its whole length, so two
 merges, or a merge and a `sgemm publish` of the same tree, take turns. The lock is a file beside each directory,
 `.<name>.sgemm-lock`, not inside it, so it never becomes part of a results tree or of a commit of one.
+
+Beside asv's runs a machine's directory holds what `sgemm confirm` and `sgemm bisect` wrote: `confirmations.json` is
+joined record by record (every record of the destination and of each source, each once, in that order), and each
+`bisect/<id>.json` (a result, or the state a stopped bisect resumes from) is copied, the one written last (its
+`updated_at` or `finished_at`) winning where two differ: a bisect resumed or run again supersedes the one before.
 """
 
 from __future__ import annotations
@@ -30,15 +35,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import confirmations
 from ..atomic import write_atomically
 
 BENCHMARKS_FILE = "benchmarks.json"
 MACHINE_FILE = "machine.json"
-# Beside a machine's runs, what checked its history's steps: paired confirmations (one file a machine, records
-# added, never replaced) and bisect results (a file a notice, refused when two differ, as a run file is).
-CONFIRMATIONS_FILE = "confirmations.json"
-BISECT_DIR = "bisect"
 LOCK_SUFFIX = ".sgemm-lock"
+BISECT_FOLDER = "bisect"  # <machine>/bisect/<id>.json: sgemm bisect's results and states
 # The machine facets that say which GPU a directory's history belongs to (see machine.py).
 GPU_IDENTITY = ("gpu", "gpu_memory", "compute_capability")
 # benchmarks.json holds asv's file-format number under this key, beside the benchmarks.
@@ -122,13 +125,13 @@ class MergePlan:
     benchmarks: dict = field(default_factory=dict)  # the merged benchmarks.json
     # (run file in the merged tree, benchmark): results asv publish will not show, as a newer run uses another version
     superseded: list[tuple[Path, str]] = field(default_factory=list)
-    confirmations: dict[Path, bytes] = field(default_factory=dict)  # a machine's confirmations.json, written whole
+    joined: dict[Path, bytes] = field(default_factory=dict)  # confirmations files, their records joined
 
     @property
     def machines(self) -> list[str]:
-        return sorted({(dest.parent.parent if dest.parent.name == BISECT_DIR else dest.parent).name
-                       for _, dest in self.copies if dest.name != BENCHMARKS_FILE}
-                      | {dest.parent.name for dest in self.confirmations})
+        written = [dest for _, dest in self.copies if dest.name != BENCHMARKS_FILE] + list(self.joined)
+        return sorted({(dest.parent.parent if dest.parent.name == BISECT_FOLDER else dest.parent).name
+                       for dest in written})
 
 
 def _read_json(path: Path, problems: list[str]) -> dict | None:
@@ -162,7 +165,7 @@ def _read_run_file(path: Path, machine: str, problems: list[str] | None, lands: 
 def _run_files(tree: Path) -> Iterator[tuple[Path, str]]:
     """(path, machine) of every run file of an existing results tree."""
     for path in sorted(tree.glob("*/*.json")):
-        if path.name not in (MACHINE_FILE, CONFIRMATIONS_FILE) and not path.name.startswith("."):
+        if path.name not in (MACHINE_FILE, confirmations.FILE) and not path.name.startswith("."):
             yield path, path.parent.name
 
 
@@ -196,7 +199,6 @@ def plan_merge(sources: list[Path], dest: Path) -> MergePlan:
     planned: dict[Path, tuple[bytes, Path | None]] = {}  # destination file -> (content, the source it comes from)
     definitions: list[tuple[Path, dict]] = []  # every benchmarks.json, the destination's first
     runs: dict[Path, RunVersions] = {}  # by where each lies in the merged tree
-    confirmations: dict[str, list[dict]] = {}  # machine -> the sources' confirmation records
     if (dest / BENCHMARKS_FILE).is_file():
         definitions.append((dest / BENCHMARKS_FILE, _read_json(dest / BENCHMARKS_FILE, problems) or {}))
     if dest.is_dir():
@@ -216,13 +218,11 @@ def plan_merge(sources: list[Path], dest: Path) -> MergePlan:
                 if (entries := _read_json(path, problems)) is not None:
                     definitions.append((path, entries))
                 continue
-            if len(relative.parts) == 3 and relative.parts[1] == BISECT_DIR and path.suffix == ".json":
-                if _read_json(path, problems) is not None:
-                    _plan_copy(plan, planned, path, dest / relative, problems)
+            if relative.parts[1:] == (confirmations.FILE,):
+                _plan_confirmations(plan, path, dest / relative, problems)
                 continue
-            if relative.name == CONFIRMATIONS_FILE and len(relative.parts) == 2:
-                if (records := _read_confirmations(path, problems)) is not None:
-                    confirmations.setdefault(relative.parts[0], []).extend(records)
+            if len(relative.parts) == 3 and relative.parts[1] == BISECT_FOLDER and path.suffix == ".json":
+                _plan_bisect_file(plan, planned, path, dest / relative, problems)
                 continue
             if len(relative.parts) != 2 or path.suffix != ".json":
                 problems.append(f"{path}: not part of an asv results tree (expected <machine>/<file>.json)")
@@ -236,41 +236,9 @@ def plan_merge(sources: list[Path], dest: Path) -> MergePlan:
                 runs[run.path] = run
             _plan_copy(plan, planned, path, dest / relative, problems)
     plan.benchmarks = _resolve_benchmarks(definitions, list(runs.values()), plan.superseded, problems)
-    for machine, records in sorted(confirmations.items()):
-        _plan_confirmations(plan, dest / machine / CONFIRMATIONS_FILE, records, problems)
     if problems:
         raise MergeError(problems)
     return plan
-
-
-def _read_confirmations(path: Path, problems: list[str]) -> list[dict] | None:
-    data = _read_json(path, problems)
-    if data is None:
-        return None
-    records = data.get("confirmations")
-    if not isinstance(records, list) or not all(isinstance(record, dict) for record in records):
-        problems.append(f'{path}: expected {{"confirmations": [{{...}}, ...]}}')
-        return None
-    return records
-
-
-def _plan_confirmations(plan: MergePlan, target: Path, incoming: list[dict], problems: list[str]) -> None:
-    """The machine's confirmations: every record already there, then each new one once (a record is a
-    measurement: two boxes' records are both kept)."""
-    existing = _read_confirmations(target, problems) if target.is_file() else []
-    if existing is None:
-        return
-    merged = list(existing)
-    seen = {json.dumps(record, sort_keys=True) for record in merged}
-    for record in incoming:
-        if (key := json.dumps(record, sort_keys=True)) not in seen:
-            seen.add(key)
-            merged.append(record)
-    if len(merged) == len(existing) and target.is_file():
-        plan.unchanged.append(target)
-        return
-    content = (json.dumps({"confirmations": merged}, indent=1) + "\n").encode()
-    plan.confirmations[target] = content
 
 
 def _plan_copy(plan: MergePlan, planned: dict[Path, tuple[bytes, Path | None]], path: Path, target: Path,
@@ -295,6 +263,45 @@ def _plan_copy(plan: MergePlan, planned: dict[Path, tuple[bytes, Path | None]], 
     else:
         problems.append(f"{path} and {origin} are different runs of one machine, commit and environment; "
                         "merge only one of them")
+
+
+def _plan_confirmations(plan: MergePlan, path: Path, target: Path, problems: list[str]) -> None:
+    try:
+        incoming = confirmations.read(path)
+        existing = confirmations.read(target) if target not in plan.joined else \
+            confirmations.parse(plan.joined[target].decode(), str(target))
+    except confirmations.ConfirmationsError as exc:
+        problems.append(str(exc))
+        return
+    content = confirmations.render(confirmations.joined(existing, incoming)).encode()
+    if target.is_file() and target.read_bytes() == content:
+        plan.unchanged.append(target)
+        plan.joined.pop(target, None)
+    else:
+        plan.joined[target] = content
+
+
+def _written_at(content: bytes) -> str:
+    """When a bisect file was written, as it says (ISO 8601 in UTC, which sorts as text); '' when it does not."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return ""
+    return str(data.get("updated_at") or data.get("finished_at") or "") if isinstance(data, dict) else ""
+
+
+def _plan_bisect_file(plan: MergePlan, planned: dict[Path, tuple[bytes, Path | None]], path: Path, target: Path,
+                      problems: list[str]) -> None:
+    content = path.read_bytes()
+    if _read_json(path, problems) is None:
+        return
+    existing = planned[target][0] if target in planned else target.read_bytes() if target.is_file() else None
+    if existing == content:
+        plan.unchanged.append(target)
+    elif existing is None or _written_at(content) > _written_at(existing):
+        plan.copies = [(source, dest) for source, dest in plan.copies if dest != target]
+        plan.copies.append((path, target))
+        planned[target] = (content, path)
 
 
 def _compare_machines(path: Path, existing: bytes, incoming: bytes, problems: list[str]) -> bool:
@@ -359,7 +366,7 @@ def merge_results(sources: list[Path], dest: Path) -> MergePlan:
             plan = plan_merge(sources, dest)
             for source, target in plan.copies:
                 write_atomically(target, source.read_bytes())
-            for target, content in plan.confirmations.items():
+            for target, content in plan.joined.items():
                 write_atomically(target, content)
             if plan.benchmarks:
                 content = (json.dumps(plan.benchmarks, indent=4, sort_keys=True) + "\n").encode()

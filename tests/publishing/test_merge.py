@@ -265,3 +265,45 @@ def test_sgemm_merge_warns_of_results_an_older_version_leaves_unshown(two_boxes,
     assert err.startswith(f"sgemm merge: warning: 1 run files hold results of an older version of 1 benchmarks "
                           f"(e.g. {TRACK} in {tmp_path / 'merged' / 'nvidia-h200'}")
     assert err.count("\n") == 1
+
+
+def confirmation(bad: str, verdict: str = "DIFFERENT") -> dict:
+    return {"case": "fp16/wgmma_x", "size": 8192, "good": "a" * 40, "bad": bad * 40, "verdict": verdict,
+            "ratio": 1.01, "interval": [1.008, 1.012], "confidence": 0.95, "method": "paired in one process, L2 warm",
+            "measured_at": "2026-11-25T00:00:00+00:00"}
+
+
+def test_confirmations_are_joined_record_by_record_and_bisect_files_the_newest_kept(two_boxes, tmp_path):
+    machine = "nvidia-h100-80gb-hbm3"
+    dest, box = tmp_path / "merged", tmp_path / "box"
+    merge_results([two_boxes[machine]], dest)
+    (dest / machine / "confirmations.json").write_text(json.dumps({"confirmations": [confirmation("b")]}))
+    (dest / machine / "bisect").mkdir()
+    (dest / machine / "bisect" / "n1.json").write_text(json.dumps({"id": "n1", "finished_at": "2026-11-24T00:00"}))
+    (dest / machine / "bisect" / "n2.json").write_text(json.dumps({"id": "n2", "finished_at": "2026-11-26T00:00"}))
+    shutil.copytree(two_boxes[machine], box)
+    # The box started from the published records and added one; it ran both bisects again, n1 later, n2 earlier.
+    (box / machine / "confirmations.json").write_text(json.dumps({"confirmations": [confirmation("b"),
+                                                                                    confirmation("c", "SAME")]}))
+    (box / machine / "bisect").mkdir()
+    (box / machine / "bisect" / "n1.json").write_text(json.dumps({"id": "n1", "finished_at": "2026-11-25T00:00"}))
+    (box / machine / "bisect" / "n2.json").write_text(json.dumps({"id": "n2", "finished_at": "2026-11-25T00:00"}))
+    plan = merge_results([box], dest)
+    assert plan.machines == [machine]
+    records = json.loads((dest / machine / "confirmations.json").read_text())["confirmations"]
+    assert records == [confirmation("b"), confirmation("c", "SAME")]
+    assert json.loads((dest / machine / "bisect" / "n1.json").read_text())["finished_at"] == "2026-11-25T00:00"
+    assert json.loads((dest / machine / "bisect" / "n2.json").read_text())["finished_at"] == "2026-11-26T00:00"
+    before = tree(dest)
+    merge_results([box], dest)
+    assert tree(dest) == before, "merging again changes nothing"
+
+
+def test_a_corrupt_confirmations_file_stops_the_merge_before_anything_is_written(two_boxes, tmp_path):
+    machine = "nvidia-h100-80gb-hbm3"
+    box = tmp_path / "box"
+    shutil.copytree(two_boxes[machine], box)
+    (box / machine / "confirmations.json").write_text('{"confirmations": "none"}')
+    with pytest.raises(MergeError, match="not a confirmations file"):
+        merge_results([box], tmp_path / "merged")
+    assert not (tmp_path / "merged").exists()
