@@ -7,7 +7,8 @@ small edit of a real workflow, with the checks that must reject it).
   with which commit; no token there; such a job ends its processes and removes its files; code enters through
   actions/checkout only; no $GITHUB_ENV in what a pull request triggers, nothing downloaded is executed or
   evaluated; a job that may write runs no project code; the approval checks the label's sender for exactly the roles
-  that may push and never fails open, and a push revokes it; the end of a GPU job says what outlived it. Labels
+  that may push and never fails open, and a push revokes it; a GPU job's main step is marked, read whole and trapped, and its cleanup step runs the
+  runner's root-owned job-cleanup.py on the main step's outputs (tests/test_job_cleanup.py runs both for real). Labels
   count as GitHub matches them (any case), and a job on anything but one GitHub-hosted image counts as self-hosted.
   Every workflow file is held to the rules, so one a pull request adds is too. The report job, run with a fake gh,
   posts to the event's PR and commit, fenced.
@@ -19,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -250,20 +252,48 @@ def rule_approval(workflow: dict) -> list[str]:
     return problems
 
 
-def rule_says_what_survived(workflow: dict) -> list[str]:
-    """The step that ends a GPU job's session also says which processes of the runner's user outlived it."""
+CLEANUP = "/usr/bin/python3 -I /usr/local/libexec/sgemm-runner/job-cleanup.py"  # the runner's root-owned copy
+CLEANUP_ENV = {"JOB_SESSION": "session", "JOB_MARK": "mark", "JOB_STARTED": "started"}
+
+
+def rule_contains_the_job(workflow: dict) -> list[str]:
+    """A GPU job's main step marks its processes, is read whole before it runs (braces, `}; exit`), and its EXIT
+    trap runs the runner's installed cleanup (`step`), failing the step when it finds anything; an `if: always()`
+    step then runs the installed cleanup (`job`) on the main step's outputs, by exec, nothing after it, and nothing
+    lets either fail quietly. The cleanup comes from the runner's root-owned copy: the job's code can rewrite any
+    checkout."""
     problems = []
     for name, job in self_hosted(workflow):
-        ending = [step.get("run", "") for step in job["steps"] if step.get("if") in ALWAYS and "pkill" in
-                  step.get("run", "")]
-        if not any("ps -u" in text and "::warning::" in text for text in ending):
-            problems.append(f"{name}: nothing reports the processes that outlived the job")
+        main = next((step for step in job["steps"] if step.get("id") == "main"), {})
+        script = main.get("run", "")
+        lines = [line for line in script.splitlines() if line.strip()]
+        if not lines or lines[0] != "{" or lines[-1] != "}; exit":
+            problems.append(f"{name}: the main step is not one block read before it runs ({{ ... }}; exit)")
+        trap = re.search(r"^trap '(.*?)' EXIT$", script, re.MULTILINE | re.DOTALL)
+        if not trap or f"{CLEANUP} step || status=3" not in trap.group(1) or 'exit "$status"' not in trap.group(1):
+            problems.append(f"{name}: the main step's EXIT trap must run `{CLEANUP} step` and fail the step on it")
+        if not re.search(r'^export SGEMM_JOB_MARK="\$mark" JOB_OUTPUTS$', script, re.MULTILINE) or \
+                not re.search(r"^mark=\$\(od -An -N16 -tx1 /dev/urandom", script, re.MULTILINE):
+            problems.append(f"{name}: the main step must export a fresh SGEMM_JOB_MARK and JOB_OUTPUTS")
+        if trap and not 0 <= script.find("trap '") < script.find("gpu-job.sh"):
+            problems.append(f"{name}: the trap must be set before the job's code can run")
+        ending = [step for step in job["steps"] if step.get("run", "").strip() == f"exec {CLEANUP} job"]
+        if len(ending) != 1 or ending[0].get("if") not in ALWAYS:
+            problems.append(f"{name}: one `if: always()` step must run `exec {CLEANUP} job`, no more")
+        elif {key: str(value) for key, value in ending[0].get("env", {}).items()} != \
+                {key: f"${{{{ steps.main.outputs.{output} }}}}" for key, output in CLEANUP_ENV.items()}:
+            problems.append(f"{name}: the cleanup step must take the main step's session, mark and start alone")
+        if any(step.get("continue-on-error") for step in [main, *ending]):
+            problems.append(f"{name}: continue-on-error lets a job that left something behind pass")
+        if any("job-cleanup.py" in step.get("run", "") and CLEANUP not in step.get("run", "")
+               for step in job["steps"]):
+            problems.append(f"{name}: job-cleanup.py run from elsewhere than the runner's copy")
     return problems
 
 
 RULES = {rule.__name__[5:].replace("_", " "): rule for rule in (
     rule_runners, rule_no_token, rule_ends_its_processes, rule_code_only_through_checkout, rule_untrusted_data,
-    rule_write_token, rule_approval, rule_says_what_survived, rule_pushes_results_alone)}
+    rule_write_token, rule_approval, rule_contains_the_job, rule_pushes_results_alone)}
 
 
 # --- the report job, run with a fake gh ------------------------------------------------------------------------------
@@ -382,7 +412,7 @@ MUTATIONS = {
     "f: PR title into $GITHUB_ENV (hosted job)": edit(
         GATE, "login }}\n        run: |\n", "login }}\n          TITLE: ${{ github.event.pull_request.title }}\n"
         '        run: |\n          echo "TITLE=$TITLE" >> "$GITHUB_ENV"\n', "untrusted data", "zizmor:github-env"),
-    "f: PR title into $GITHUB_ENV (GPU job)": add(GATE, '"session=$$" >> "$GITHUB_OUTPUT"\n',
+    "f: PR title into $GITHUB_ENV (GPU job)": add(GATE, '"$JOB_OUTPUTS" >> "$GITHUB_OUTPUT"\n',
                                                    '          echo "TITLE=$TITLE" >> "$GITHUB_ENV"\n',
                                                    "untrusted data"),
     # what else a GPU box, the verdict or a write token must not allow
@@ -439,9 +469,6 @@ MUTATIONS = {
                                         "runners"),
     "gpu-job.sh from base/, sgemm installed from pr/": edit(GATE, ". base/.github/gpu-job.sh base",
                                                              ". base/.github/gpu-job.sh pr", "runners"),
-    "the leftover-process warning removed": edit(
-        GATE, 'echo "::warning::processes of the runner\'s user outside the runner\'s session:"', "true",
-        "says what survived"),
     "pr/ replaced by a tarball of the head": add(
         GATE, "gpu-job.sh base\n",
         '          curl -sL "https://api.github.com/repos/$GITHUB_REPOSITORY/tarball/$HEAD_SHA" | tar xz -C pr\n',
@@ -476,7 +503,7 @@ MUTATIONS = {
                                 "untrusted data"),
     "an artifact run through process substitution": edit(GATE, REPORT_RUN, before_report(
         'bash <(cat "$ARTIFACT_DIR/gate-report.md")'), "untrusted data"),
-    "the PR's path into $GITHUB_PATH": add(GATE, '"session=$$" >> "$GITHUB_OUTPUT"\n',
+    "the PR's path into $GITHUB_PATH": add(GATE, '"$JOB_OUTPUTS" >> "$GITHUB_OUTPUT"\n',
                                            '          echo "$PWD/pr/bin" >> "$GITHUB_PATH"\n', "untrusted data"),
     "the merge job runs a script of the incoming results": edit(HISTORY, "          shopt -s nullglob\n",
                                                                 "          shopt -s nullglob\n"
@@ -490,8 +517,39 @@ MUTATIONS = {
     "the history's GPU job downloads code": add(HISTORY, "          . .github/gpu-job.sh .\n",
                                                 "          wget -q https://example.org/x.py\n",
                                                 "code only through checkout"),
-    "the session is no longer killed": edit(GATE, 'pkill -KILL --session "$SESSION" || true', "true",
-                                            "says what survived"),
+    # a pull request's code left on the box: the containment weakened (tests/test_job_cleanup.py runs it for real)
+    "the main step's trap removed": edit(GATE, between(GATE, "          trap 'status=$?", "          . base/"), "",
+                                         "contains the job"),
+    "the trap's finding does not fail the step": edit(GATE, "job-cleanup.py step || status=3",
+                                                      "job-cleanup.py step || true", "contains the job"),
+    "the trap runs the cleanup of the checkout": edit(GATE, "/usr/local/libexec/sgemm-runner/job-cleanup.py step",
+                                                      "base/.github/runner/job-cleanup.py step", "contains the job"),
+    "the cleanup step runs the pull request's copy": edit(
+        GATE, "run: exec /usr/bin/python3 -I /usr/local/libexec/sgemm-runner/job-cleanup.py job",
+        "run: exec python3 pr/.github/runner/job-cleanup.py job", "contains the job"),
+    "the cleanup step only on success": edit(GATE, "what it planted\n        if: always()",
+                                             "what it planted\n        if: success()", "contains the job"),
+    "the cleanup step continues on error": edit(GATE, "what it planted\n        if: always()",
+                                                "what it planted\n        if: always()\n        continue-on-error: true",
+                                                "contains the job"),
+    "the cleanup step's failure swallowed": edit(GATE, "job-cleanup.py job\n", "job-cleanup.py job || true\n",
+                                                 "contains the job"),
+    "the cleanup step spares the user's other processes": edit(HISTORY, "job-cleanup.py job\n",
+                                                                "job-cleanup.py job --only-marked\n",
+                                                                "contains the job"),
+    "the cleanup step without the job's mark": edit(GATE, "JOB_MARK: ${{ steps.main.outputs.mark }}", 'JOB_MARK: ""',
+                                                    "contains the job"),
+    "the cleanup step deleted from the history": edit(HISTORY, between(
+        HISTORY, "      - name: End every process the benchmarks", "      # Uploaded even when"), "",
+        "contains the job"),
+    "the mark not exported": edit(GATE, 'export SGEMM_JOB_MARK="$mark" JOB_OUTPUTS', "export JOB_OUTPUTS",
+                                  "contains the job"),
+    "the main step read as it runs (no braces)": edit(HISTORY, "          }; exit\n", "          }\n          exit\n",
+                                                      "contains the job"),
+    "the trap set after the isolation script": edit(
+        GATE, between(GATE, "          trap 'status=$?", "          . base/") + "          . base/.github/gpu-job.sh base\n",
+        "          . base/.github/gpu-job.sh base\n" + between(GATE, "          trap 'status=$?", "          . base/"),
+        "contains the job"),
     "the status taken from the artifact alone": edit(GATE, 'case "$GATE_RESULT:$code" in', 'case "success:$code" in',
                                                      "report"),
     "a pinned third-party action checks the head out into pr/": add(
@@ -607,21 +665,37 @@ def steps_named(prefix: str) -> list:
 
 
 @pytest.mark.parametrize("step", steps_named("End every process"))
-def test_the_session_is_ended(step):
-    # As asv does: a process group of its own inside the session, which killing the step's group would miss.
-    leader = subprocess.Popen(["bash", "-c", "sleep 300 & python3 -c 'import os, time; os.setpgid(0, 0); "
-                               "time.sleep(300)' & wait"], start_new_session=True)
+def test_the_session_is_ended(step, tmp_path):
+    """The cleanup step as the workflow has it, with the runner's copy installed in tmp_path: what the main step's
+    session left (as asv does: a process group of its own inside it, which killing a group would miss) is ended, by
+    id, and the step fails. Its own session and the user's other processes are spared."""
+    (tmp_path / "state").mkdir()
+    installed = tmp_path / "job-cleanup.py"
+    installed.write_text((ROOT / ".github" / "runner" / "job-cleanup.py").read_text()
+                         .replace("@STATE_DIR@", str(tmp_path / "state")))
+    spawn = ("sleep 300 > /dev/null 2>&1 & echo $!; python3 -c 'import os, time; os.setpgid(0, 0); time.sleep(300)'"
+             " > /dev/null 2>&1 & echo $!")
+    leader = subprocess.run(["setsid", "bash", "-c", spawn],
+                            capture_output=True, text=True, check=True)  # the leader has ended, as the main step has
+    children = [int(pid) for pid in leader.stdout.split()]
     try:
-        time.sleep(0.5)
-        subprocess.run(["bash", "-c", step["run"]], env=dict(os.environ, SESSION=str(leader.pid)), check=True,
-                       capture_output=True)
-        leader.wait(timeout=10)
+        session = os.getsid(children[0])
+        run = step["run"].replace(CLEANUP.split()[-1], str(installed)) + f" --watch {tmp_path} --only-marked"
+        done = subprocess.run(["bash", "-c", run], check=False, capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ, JOB_SESSION=str(session), JOB_MARK="a" * 32,
+                                       JOB_STARTED=str(time.time_ns())))
+        assert done.returncode == 1 and "outlived the job: ended" in done.stdout, done.stdout + done.stderr
         time.sleep(0.2)
-        ps = subprocess.run(["ps", "-o", "pid=,stat=", "-s", str(leader.pid)], capture_output=True, text=True)
+        ps = subprocess.run(["ps", "-o", "pid=,stat=", "-s", str(session)], check=False, capture_output=True,
+                            text=True)
         left = [line for line in ps.stdout.splitlines() if not line.split()[1].startswith("Z")]  # Z: dead
         assert not left, f"still running in the session: {left}"
     finally:
-        subprocess.run(["pkill", "-KILL", "--session", str(leader.pid)])
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 @pytest.mark.parametrize("step", steps_named("Remove the job's files"))
