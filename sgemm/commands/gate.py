@@ -31,8 +31,8 @@ def add_gate(add) -> None:
                       help=f"interleaved rounds per commit, at least {MIN_ROUNDS} (default {DEFAULT_ROUNDS})")
     gate.add_argument("--max-rounds", type=types.rounds, default=DEFAULT_MAX_ROUNDS,
                       help=f"rounds per commit for a case whose verdict is still open (default {DEFAULT_MAX_ROUNDS})")
-    gate.add_argument("--noise", help="round-to-round noise of unchanged code, from `sgemm noise` "
-                      "(default: REPO/noise/MACHINE.json when present)")
+    gate.add_argument("--noise", help="round-to-round noise of unchanged code, from `sgemm noise` (default: "
+                      "noise/MACHINE.json as the base commit has it, if it has one; the head's is never read)")
     gate.add_argument("--repo", default=".", help="the repository (default: the current directory)")
     gate.add_argument("--work", help="the gate's asv environments and results (default: REPO/.asv/gate)")
     gate.add_argument("--machine", type=types.machine_name, help="asv machine name (default: from the GPU model)")
