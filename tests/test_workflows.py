@@ -245,10 +245,37 @@ def rule_approval(workflow: dict) -> list[str]:
     for name, job in ((name, jobs.get(name, {})) for name in guarding):
         if job.get("continue-on-error") or any(step.get("continue-on-error") for step in job.get("steps", [])):
             problems.append(f"{name}: continue-on-error lets a failed check through")
+    problems += _review_problems(approve)
     revoke = jobs.get("revoke", {})
     if "labels/gpu-gate-approved" not in json.dumps(revoke.get("steps", [])) or \
             "github.event.action != 'labeled'" not in " ".join(str(revoke.get("if", "")).split()):
         problems.append("revoke: a push must take the approval label off")
+    return problems
+
+
+# The approving review the label's author gave on the event's head: all three, joined by `and`.
+REVIEW_TERMS = (".user.login == $ENV.SENDER", ".commit_id == $ENV.HEAD_SHA", '.state == "APPROVED"')
+REVIEW_ENV = {"SENDER": "${{ github.event.sender.login }}", "HEAD_SHA": APPROVED_HEAD,
+              "PR_NUMBER": "${{ github.event.pull_request.number }}"}
+
+
+def _review_problems(approve: dict) -> list[str]:
+    """The approval names its commit: the label's author approved, in a review, the very head the event names
+    (the one the GPU job checks out), and no such review fails the job."""
+    step = next((step for step in approve.get("steps", []) if "/reviews" in step.get("run", "")), None)
+    if step is None:
+        return ["approve: no step checks that the label's author approved the event's head in a review"]
+    problems, script = [], step["run"]
+    env = {key: str(value) for key, value in step.get("env", {}).items()}
+    if {key: env.get(key) for key in REVIEW_ENV} != REVIEW_ENV:
+        problems.append(f"approve: the review check must take {REVIEW_ENV} from the event")
+    selected = re.search(r"select\((.*?)\)\s*\|", script, re.S)
+    terms = [term.strip() for term in selected.group(1).split(" and ")] if selected else []
+    if sorted(terms) != sorted(REVIEW_TERMS) or not re.search(r'"repos/\$GITHUB_REPOSITORY/pulls/\$PR_NUMBER/reviews"',
+                                                             script):
+        problems.append(f"approve: the reviews must be selected by exactly {' and '.join(REVIEW_TERMS)}")
+    if not re.search(r'if \[ -z "\$reviews" \]; then\n(\s+[^\n]*\n)*?\s+exit [1-9]\n\s*fi', script):
+        problems.append("approve: no approving review of the head must fail the job")
     return problems
 
 
@@ -347,6 +374,50 @@ def report_problems(text: str, tmp: Path) -> list[str]:
     return []
 
 
+# --- the approval's review check, run with a fake gh (jq applies gh's --jq) ------------------------------------------
+
+FAKE_GH_REVIEWS = """#!/usr/bin/env bash
+# gh api ... --jq EXPR: the canned reviews of $FAKE_REVIEWS through EXPR, as gh would page them
+while [ "$#" -gt 0 ]; do [ "$1" = --jq ] && exec jq -r "$2" "$FAKE_REVIEWS"; shift; done
+cat "$FAKE_REVIEWS"
+"""
+REVIEWED_HEAD, EARLIER = "a" * 40, "b" * 40
+# Each: the reviews on the pull request, and whether the label's author ("keeper") approved the head.
+REVIEWS = {
+    "approved at the head": ([("keeper", REVIEWED_HEAD, "APPROVED")], True),
+    "approved at an earlier commit (a push came before the label)": ([("keeper", EARLIER, "APPROVED")], False),
+    "another writer's approval": ([("someone", REVIEWED_HEAD, "APPROVED")], False),
+    "changes requested at the head": ([("keeper", REVIEWED_HEAD, "CHANGES_REQUESTED")], False),
+    "a comment at the head": ([("keeper", REVIEWED_HEAD, "COMMENTED")], False),
+    "an approval dismissed": ([("keeper", REVIEWED_HEAD, "DISMISSED")], False),
+    "no review": ([], False),
+}
+
+
+def review_problems(text: str, tmp: Path) -> list[str]:
+    """Run the approval's review check on each set of reviews: it passes on the label's author's approval of the
+    event's head alone."""
+    approve = load(text)["jobs"].get("approve", {})
+    step = next((s for s in approve.get("steps", []) if "/reviews" in s.get("run", "")), None)
+    if step is None:
+        return ["no review check"]
+    (tmp / "bin").mkdir(exist_ok=True)
+    (tmp / "bin" / "gh").write_text(FAKE_GH_REVIEWS)
+    (tmp / "bin" / "gh").chmod(0o755)
+    problems = []
+    for name, (reviews, approved) in REVIEWS.items():
+        (tmp / "reviews.json").write_text(json.dumps([{"id": i, "user": {"login": who}, "commit_id": sha, "state": state}
+                                                      for i, (who, sha, state) in enumerate(reviews, 1)]))
+        env = dict(os.environ, PATH=f"{tmp / 'bin'}{os.pathsep}{os.environ['PATH']}",
+                   FAKE_REVIEWS=str(tmp / "reviews.json"), GITHUB_REPOSITORY="owner/repo", GH_TOKEN="x",
+                   SENDER="keeper", PR_NUMBER="7", HEAD_SHA=REVIEWED_HEAD)
+        done = subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], check=False, env=env,
+                              capture_output=True, text=True)
+        if (done.returncode == 0) != approved:
+            problems.append(f"{name}: {'refused' if approved else 'passed'} ({done.stdout.strip()})")
+    return problems
+
+
 # --- MUTATIONS -----------------------------------------------------------------------------------------------------
 
 def edit(file: str, old: str, new: str, *checks: str) -> tuple:
@@ -358,6 +429,7 @@ def add(file: str, after: str, lines: str, *checks: str) -> tuple:
 
 
 REPORT_RUN = "        run: |\n          code=$(head -c 8"
+REVIEW_STEP_HEAD = "HEAD_SHA: ${{ github.event.pull_request.head.sha }}\n        # A review records"
 HISTORY_GPU_PERMISSIONS = "    permissions:\n      contents: read  # check out main and the results branch\n"
 
 
@@ -455,9 +527,13 @@ MUTATIONS = {
         "mine.yml", OWN_WORKFLOW.format(event="pull_request", labels="[linux, gpu]"), "runners"),
     "the approval accepts triage": edit(GATE, "admin|write) echo", "admin|write|triage) echo", "approval"),
     "the approval accepts read": edit(GATE, "admin|write) echo", "admin|write|read) echo", "approval"),
-    "the approval checks the pull request's author": edit(GATE, "SENDER: ${{ github.event.sender.login }}",
-                                                          "SENDER: ${{ github.event.pull_request.user.login }}",
-                                                          "approval"),
+    "the approval checks the pull request's author": edit(GATE, "SENDER: ${{ github.event.sender.login }}\n"
+                                                          "        run: |\n          if !",
+                                                          "SENDER: ${{ github.event.pull_request.user.login }}\n"
+                                                          "        run: |\n          if !", "approval"),
+    "the review check asks for the pull request's author's review": edit(
+        GATE, "SENDER: ${{ github.event.sender.login }}\n          PR_NUMBER",
+        "SENDER: ${{ github.event.pull_request.user.login }}\n          PR_NUMBER", "approval"),
     "the approve job continues on error": edit(GATE, "    steps:\n      - name: The label's author may push",
                                                "    continue-on-error: true\n    steps:\n      - name: The label's "
                                                "author may push", "approval"),
@@ -560,6 +636,20 @@ MUTATIONS = {
     "push-results copies the artifact to the branch root": edit(HISTORY, 'cp -R -- "$MERGED"/. results/',
                                                                 'cp -R -- "$MERGED"/. ./', "pushes results alone"),
     "push-results adds everything": edit(HISTORY, "git add -A results", "git add -A", "pushes results alone"),
+    # the approval names its commit: the label's author approved the event's head in a review
+    "the approval takes a review of any commit": edit(GATE, " and .commit_id == $ENV.HEAD_SHA", "", "approval",
+                                                      "review"),
+    "the approval takes a review in any state": edit(GATE, ' and .state == "APPROVED"', "", "approval", "review"),
+    "the approval takes anyone's review": edit(GATE, ".user.login == $ENV.SENDER and ", "", "approval", "review"),
+    "the approval takes either term": edit(GATE, "and .commit_id == $ENV.HEAD_SHA", "or .commit_id == $ENV.HEAD_SHA",
+                                           "approval", "review"),
+    "the approval's commit is the head branch": edit(GATE, REVIEW_STEP_HEAD, REVIEW_STEP_HEAD.replace(
+        "head.sha", "head.ref"), "approval"),
+    "no approving review passes": edit(GATE, '"review that commit, approve it, then add the label again"\n'
+                                       "            exit 1", '"review that commit, approve it, then add the label '
+                                       'again"\n            exit 0', "approval", "review"),
+    "the review check deleted": edit(GATE, between(GATE, "      - name: The label's author approved this very",
+                                                   "  gate:\n"), "\n", "approval"),
     "the report job runs a script of the PR from the API": edit(GATE, REPORT_RUN, before_report(
         'gh api "repos/$GITHUB_REPOSITORY/contents/run.sh?ref=$HEAD_SHA" --jq .content | base64 -d | bash'),
         "untrusted data", "code only through checkout"),
@@ -642,6 +732,12 @@ def test_the_workflows_keep_the_rule(file, rule):
     assert RULES[rule](load((WORKFLOWS / file).read_text())) == []
 
 
+def test_only_the_label_authors_approval_of_the_head_passes(tmp_path):
+    if shutil.which("jq") is None:
+        pytest.skip("jq is not installed (it stands in for gh's --jq)")
+    assert review_problems((WORKFLOWS / GATE).read_text(), tmp_path) == []
+
+
 def test_the_report_goes_to_the_event_fenced(tmp_path):
     assert report_problems((WORKFLOWS / GATE).read_text(), tmp_path) == []
 
@@ -655,6 +751,8 @@ def test_the_attack_is_caught(name, tmp_path):
             assert check[len("zizmor:"):] in {f["ident"] for f in zizmor(tmp_path / file)}, f"{check} missed it"
         elif check == "report":
             assert report_problems(text, tmp_path), "the report step let it through"
+        elif check == "review":
+            assert review_problems(text, tmp_path), "the review check let it through"
         else:
             assert RULES[check](load(text)), f"the rule '{check}' let it through"
 
