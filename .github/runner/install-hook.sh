@@ -9,6 +9,11 @@
 # STATE_DIR (default /var/lib/sgemm-runner) is root's, writable by the runner's group so that the cleanup can set the
 # flag TAINTED there, and append-only (chattr +a) so that no one but root removes it again. Restart the runner's
 # service afterwards.
+# It also makes the job user (sgemm-job: a system user with no home, no shell, no sudo) and installs job-launch, the
+# one program the runner's user may run as root (/etc/sudoers.d/sgemm-runner, checked with visudo): it runs the
+# pull request's code as the job user and ends all of it by that user's id (.github/runner/job-launch.py). For the
+# gate role, mark an ephemeral runner when provisioning it, as root: touch /etc/sgemm-runner/ephemeral.
+# Needs: root, sudo with /etc/sudoers.d, useradd, setuid; a writable cgroup v2 is used where there is one.
 set -euo pipefail
 role=${1:?gate or history}
 repository=${2:?OWNER/REPO}
@@ -37,6 +42,27 @@ chown root:root "$hook.new" && chmod 755 "$hook.new" && mv "$hook.new" "$hook"
 sed -e "s|@STATE_DIR@|$state_dir|" "$here/job-cleanup.py" > "$libexec/job-cleanup.py.new"
 chown root:root "$libexec/job-cleanup.py.new" && chmod 755 "$libexec/job-cleanup.py.new"
 mv "$libexec/job-cleanup.py.new" "$libexec/job-cleanup.py"
+
+# The job user and the launcher: the runner's user may run the launcher as root and nothing else.
+job_user=sgemm-job
+command -v sudo > /dev/null && [ -d /etc/sudoers.d ] \
+    || { echo "install-hook.sh: no sudo with /etc/sudoers.d: the pull request's code cannot run as a user of its own" >&2
+         exit 2; }
+id -u "$job_user" > /dev/null 2>&1 \
+    || useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$job_user"
+runner_user=$(stat -c %U "$runner_dir/run.sh")
+work_root=$(cd "$runner_dir" && pwd)/_work
+install -d -o root -g root -m 755 /run/sgemm-runner /etc/sgemm-runner
+sed -e "s|@ROLE@|$role|" -e "s|@STATE_DIR@|$state_dir|" -e "s|@JOB_USER@|$job_user|" -e "s|@WORK_ROOT@|$work_root|" \
+    -e "s|@MARKER@|/etc/sgemm-runner/ephemeral|" -e "s|@RUN_DIR@|/run/sgemm-runner|" "$here/job-launch.py" \
+    > "$libexec/job-launch.new"
+chown root:root "$libexec/job-launch.new" && chmod 755 "$libexec/job-launch.new"
+mv "$libexec/job-launch.new" "$libexec/job-launch"
+printf '%s ALL=(root) NOPASSWD: %s\n' "$runner_user" "$libexec/job-launch" > /etc/sudoers.d/sgemm-runner.new
+chmod 440 /etc/sudoers.d/sgemm-runner.new
+visudo -cf /etc/sudoers.d/sgemm-runner.new > /dev/null \
+    || { rm -f /etc/sudoers.d/sgemm-runner.new; echo "install-hook.sh: the sudoers rule does not parse" >&2; exit 2; }
+mv /etc/sudoers.d/sgemm-runner.new /etc/sudoers.d/sgemm-runner
 
 env_file="$runner_dir/.env"
 touch "$env_file"
