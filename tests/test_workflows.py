@@ -126,9 +126,24 @@ def rule_runners(workflow: dict) -> list[str]:
             main = " ".join(step.get("run", "") for step in job["steps"])
             if not re.search(r"(^|\s)\. base/\.github/gpu-job\.sh base\b", main) or "pr/.github" in main:
                 problems.append(f"{name}: the job's isolation (gpu-job.sh) must come from base/ and install from it")
+            problems += [f"{name}: {line[:80]!r} runs the pull request's content outside the job user's launcher "
+                         f"({LAUNCH.strip()} JOB_DIR ... -- COMMAND)" for line in _unlaunched(main)]
         else:
             problems.append(f"{name}: self-hosted needs exactly one of the labels gpu-trusted, gpu-untrusted")
     return problems
+
+
+LAUNCH = "sudo -n /usr/local/libexec/sgemm-runner/job-launch "  # the runner's root-owned launcher (job-launch.py)
+RUNS_CONTENT = re.compile(r"\b(sgemm|asv|python3?|pip3?|nvcc|make|cmake)\b|\bpr/")
+
+
+def _unlaunched(script: str) -> list[str]:
+    """The command lines of a script (continuations joined) that run what a checkout holds (sgemm, asv, python,
+    pip, a build, anything of pr/) other than through the launcher; git, the isolation script and the runner's
+    installed cleanup aside."""
+    lines = re.sub(r"\\\n\s*", " ", script).splitlines()
+    return [line.strip() for line in lines if RUNS_CONTENT.search(line.replace(CLEANUP, "")) and not line.strip().startswith(
+        (LAUNCH, "#", ". base/.github/gpu-job.sh", "merge_base=$(git -C pr merge-base"))]
 
 
 def rule_no_token(workflow: dict) -> list[str]:
@@ -429,6 +444,8 @@ def add(file: str, after: str, lines: str, *checks: str) -> tuple:
 
 
 REPORT_RUN = "        run: |\n          code=$(head -c 8"
+LAUNCHED_GATE = ('sudo -n /usr/local/libexec/sgemm-runner/job-launch "$JOB_DIR" --env "SGEMM_CUDA_SITE=$SGEMM_CUDA_SITE"'
+                 ' -- \\\n            sgemm gate')
 REVIEW_STEP_HEAD = "HEAD_SHA: ${{ github.event.pull_request.head.sha }}\n        # A review records"
 HISTORY_GPU_PERMISSIONS = "    permissions:\n      contents: read  # check out main and the results branch\n"
 
@@ -650,6 +667,15 @@ MUTATIONS = {
                                        'again"\n            exit 0', "approval", "review"),
     "the review check deleted": edit(GATE, between(GATE, "      - name: The label's author approved this very",
                                                    "  gate:\n"), "\n", "approval"),
+    # the pull request's content run as the job user, through the runner's launcher (tests/test_job_launch.py)
+    "the gate run without the launcher": edit(GATE, LAUNCHED_GATE, "sgemm gate", "runners"),
+    "the launcher taken from the checkout": edit(GATE, "sudo -n /usr/local/libexec/sgemm-runner/job-launch",
+                                                 "sudo -n base/.github/runner/job-launch.py", "runners"),
+    "a dry run of the gate outside the launcher": add(GATE, '          echo "comparing $merge_base',
+                                                      ' > /dev/null; sgemm gate "$merge_base" "$HEAD_SHA" --repo pr '
+                                                      '--dry-run\n          echo "again', "runners"),
+    "the head's own script run beside the gate": add(GATE, "          status=0\n", "          bash pr/setup.sh\n",
+                                                     "runners"),
     "the report job runs a script of the PR from the API": edit(GATE, REPORT_RUN, before_report(
         'gh api "repos/$GITHUB_REPOSITORY/contents/run.sh?ref=$HEAD_SHA" --jq .content | base64 -d | bash'),
         "untrusted data", "code only through checkout"),
