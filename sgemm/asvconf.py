@@ -1,5 +1,6 @@
 """The project's asv configuration, written anew with some directories moved: the gate's runs and a publish of
-merged results each get their own, and the project's file stays as it is."""
+merged results each get their own, and the project's file stays as it is. The gate writes it from the base commit's
+file (`source`), so that a change under test cannot change how either commit is built, installed or run."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import json
 from pathlib import Path
 
 
-def write_asv_config(repo: Path, path: Path, **directories: Path) -> Path:
-    """asv.conf.json of `repo` with every path absolute and `directories` (e.g. results_dir=...) replaced."""
+def write_asv_config(repo: Path, path: Path, source: Path | None = None, **directories: Path) -> Path:
+    """asv.conf.json of `repo` (or the file `source`, read as if it were repo's) with every path absolute and
+    `directories` (e.g. results_dir=...) replaced."""
     from asv.util import load_json
 
-    conf = load_json(str(repo / "asv.conf.json"), js_comments=True)
+    conf = load_json(str(source or repo / "asv.conf.json"), js_comments=True)
     conf.update(repo=str(repo), benchmark_dir=str(repo / conf.get("benchmark_dir", "benchmarks")),
                 **{key: str(Path(value).resolve()) for key, value in directories.items()})
     path.write_text(json.dumps(conf, indent=2) + "\n")

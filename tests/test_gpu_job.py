@@ -1,9 +1,13 @@
 """.github/gpu-job.sh, sourced by every GPU job from its trusted checkout: everything a job could leave for the next
-one moves under the job's own directory, no pip configuration is read, a CUDA stack the job could write is refused,
-and sgemm is installed from the trusted checkout. The Python it makes the venv with is stood in by a script that
-records what it is asked (no network, no CUDA)."""
+one moves under the job's own directory, no pip configuration is read, every path outside it that the job trusts
+(its Python and that Python's library, the CUDA stack, the wheelhouse) is refused unless it exists and neither it,
+nor a folder above it, nor anything below it could be changed by a job's user, and sgemm is installed from the
+trusted checkout. The Python it makes the venv with is stood in by a script that records what it is asked (no
+network, no CUDA), and so is `id`: the runner's user is uid 4242, which owns nothing here, unless a test says
+otherwise."""
 
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -20,6 +24,7 @@ if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
     cp "$0" "$3/bin/python"
     exit 0
 fi
+case "$*" in *sysconfig*) echo "$FAKE_STDLIB"; exit 0 ;; esac
 echo "$*" >> "$CALLS"
 case "$*" in *"import cupy"*) echo "$FAKE_SITE" ;; esac
 exit 0
@@ -41,15 +46,22 @@ def job(tmp_path):
     python.chmod(python.stat().st_mode | stat.S_IEXEC)
     trusted = tmp_path / "base"
     trusted.mkdir()
+    (tmp_path / "stdlib").mkdir()
     env = {"PATH": "/usr/bin:/bin", "HOME": str(real_home), "JOB_DIR": str(tmp_path / "job"),
            "SGEMM_PYTHON": str(python), "CALLS": str(tmp_path / "calls"), "FAKE_SITE": str(tmp_path / "site"),
+           "FAKE_STDLIB": str(tmp_path / "stdlib"), "RUNNER_UID": "4242", "JOB_USER_UID": "",
            "XDG_CONFIG_HOME": str(real_home / ".config"), "PIP_CONFIG_FILE": str(real_home / "pip.conf")}
     return tmp_path, env, trusted
 
 
+# `id -u` is the runner's user, `id -u NAME` the job user's (none unless JOB_USER_UID is set).
+STAND_IN_ID = ('id() { if [ "$#" = 1 ]; then echo "$RUNNER_UID"; elif [ -n "$JOB_USER_UID" ]; then '
+               'echo "$JOB_USER_UID"; else return 1; fi; }; ')
+
+
 def source(env, trusted, then=PRINT):
-    return subprocess.run(["bash", "-c", f'. "{SCRIPT}" "{trusted}" && {then}'], env=env, capture_output=True,
-                          text=True)
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", f'{STAND_IN_ID}. "{SCRIPT}" "{trusted}" && {then}'],
+                          check=False, env=env, capture_output=True, text=True)
 
 
 def values(done) -> dict:
@@ -82,14 +94,79 @@ def test_without_a_provisioned_stack_the_jobs_own_venv_is_the_cuda_site(job):
     assert values(source(env, trusted))["SGEMM_CUDA_SITE"] == str(tmp_path / "site")
 
 
-def test_a_cuda_site_the_job_could_write_is_refused_before_anything_is_installed(job):
+def trusted_place(tmp_path, env, place):
+    """A path the job trusts, in a folder of its own under tmp_path/shared, with a file below it; the variable that
+    names it and its value. The Python is a program in such a folder; its library, a folder."""
+    folder = tmp_path / "shared" / place
+    (folder / "inner").mkdir(parents=True)
+    (folder / "inner" / "module.py").write_text("")
+    if place == "python":
+        shutil.move(env["SGEMM_PYTHON"], folder / "python3")
+        return "SGEMM_PYTHON", folder / "python3"
+    return {"site": "SGEMM_CUDA_SITE", "wheels": "PIP_FIND_LINKS", "stdlib": "FAKE_STDLIB"}[place], folder
+
+
+PLACES = ["site", "wheels", "python", "stdlib"]
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_a_trusted_path_no_job_can_change_is_accepted(job, place):
     tmp_path, env, trusted = job
-    site = tmp_path / "shared-site"
-    (site / "cupy").mkdir(parents=True)
-    done = source({**env, "SGEMM_CUDA_SITE": f"{tmp_path / 'missing'}:{site}"}, trusted)
-    assert done.returncode == 2
-    assert "::error::SGEMM_CUDA_SITE is writable by this job" in done.stdout and str(site) in done.stdout
+    variable, path = trusted_place(tmp_path, env, place)
+    (tmp_path / "shared").chmod(0o1777)  # a sticky folder open to all, as /tmp: no one renames another's entry
+    done = source({**env, variable: str(path)}, trusted)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "calls").exists()  # pip ran
+
+
+def _open_folder(tmp_path):
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o777)
+    return tmp_path / "open"
+
+
+# Each: how a trusted path is left open to a job (given the path, returns the path the job is then given), whether
+# it takes a folder, and what the refusal names.
+OPENINGS = {
+    "missing (a job could create it)": (lambda tmp, path: (shutil.rmtree(path.parent) if path.is_file() else
+                                                          shutil.rmtree(path)) or path, False, "(does not exist)"),
+    "its folder writable by anyone (the tree swapped through it)": (
+        lambda tmp, path: path.parent.chmod(0o777) or path, False, "(mode 777: writable by its group or anyone)"),
+    "its folder writable by its group": (lambda tmp, path: path.parent.chmod(0o775) or path, False, "(mode 775"),
+    "a file below it writable by anyone": (lambda tmp, path: (path / "inner" / "module.py").chmod(0o666) or path,
+                                           True, "module.py (below"),
+    "a link below it to a folder anyone can write": (
+        lambda tmp, path: (path / "inner" / "cupy").symlink_to(_open_folder(tmp)) or path, True, "cupy (below"),
+    "a link to it in a folder anyone can write": (
+        lambda tmp, path: (_open_folder(tmp) / "link").symlink_to(path) or tmp / "open" / "link", False,
+        "open (mode 777"),
+}
+
+
+@pytest.mark.parametrize("opening, place", [(opening, place) for opening in OPENINGS for place in PLACES
+                                            if not (OPENINGS[opening][1] and place == "python")])  # a file
+def test_a_trusted_path_a_job_could_change_is_refused_before_anything_is_installed(job, place, opening):
+    tmp_path, env, trusted = job
+    variable, path = trusted_place(tmp_path, env, place)
+    change, _, named = OPENINGS[opening]
+    given = change(tmp_path, path)
+    done = source({**env, variable: str(given)}, trusted)
+    assert done.returncode == 2, done.stdout + done.stderr
+    if place == "python" and "missing" in opening:
+        assert "no such program" in done.stdout, done.stdout
+    else:
+        assert "could be changed by a job" in done.stdout and named in done.stdout, done.stdout
     assert not (tmp_path / "calls").exists()  # no pip ran
+
+
+@pytest.mark.parametrize("owner", ["RUNNER_UID", "JOB_USER_UID"])
+def test_a_trusted_path_that_belongs_to_a_jobs_user_is_refused(job, owner):
+    tmp_path, env, trusted = job
+    variable, path = trusted_place(tmp_path, env, "site")
+    uid = path.stat().st_uid
+    done = source({**env, variable: str(path), owner: str(uid)}, trusted)
+    assert done.returncode == 2 and f"belongs to uid {uid}, a job's user" in done.stdout, done.stdout
+    assert not (tmp_path / "calls").exists()
 
 
 def test_what_an_earlier_job_left_in_the_job_directory_is_gone(job):

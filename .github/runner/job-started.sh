@@ -9,8 +9,9 @@
 #   role gate:    .github/workflows/gpu-gate.yml@refs/heads/main, job `gate`, on pull_request_target
 #   role history: .github/workflows/gpu-history.yml@refs/heads/main, job `benchmark`, on push, schedule or
 #                 workflow_dispatch
-# Anything left of an earlier job that the cleanup found (a process that outlived it) sets the flag file TAINTED:
-# then every job is refused until an administrator has looked at the box and removed it.
+# Anything left of an earlier job that its cleanup found (job-cleanup.py: a process that outlived it, a file it
+# planted, a file command it wrote) sets the flag file TAINTED: then every job is refused until an administrator has
+# looked at the box and removed it.
 #
 # Installed by install-hook.sh as root, which writes ROLE, REPOSITORY and STATE_DIR below into a root-owned copy;
 # the copy in the repository is never run by a runner.
@@ -32,7 +33,8 @@ case "$ROLE" in
 esac
 expected="$workflow job '$job' from main, on ${events// / or }"
 
-if [ -e "$STATE_DIR/TAINTED" ]; then
+# -L too: a dangling link is a flag all the same (the folder is append-only: nothing placed in it can go).
+if [ -e "$STATE_DIR/TAINTED" ] || [ -L "$STATE_DIR/TAINTED" ]; then
     refuse "an earlier job left something behind ($(head -c 300 "$STATE_DIR/TAINTED" | tr -d '\n')); an" \
         "administrator must check the box and remove $STATE_DIR/TAINTED"
 fi

@@ -9,9 +9,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ..asvsuite import SuiteCase
+from . import judge_inputs
 from .changes import Selection
 from .gate import EXIT_PASS, EXIT_UNDECIDED, GateError, Settings, run_gate
-from .noise import NoiseFileError, default_path, read
+from .noise import NoiseFileError, read
 from .paired_rounds import ROUND_SETTINGS
 from .report import markdown
 
@@ -162,8 +163,16 @@ def gate(request: Request, dry_run: bool = False) -> int:
         raise GateError("no GPU found through NVML: nothing can be measured here")
     machine = request.machine or (machine_name(identity) if identity else "no-gpu")
     settings = request.settings
-    noise_file = request.noise_file or default_path(request.repo, machine)
-    if chosen.cases and (request.noise_file or noise_file.exists()):
+    work_dir = request.work_dir or request.repo / ".asv" / "gate"
+    # How the commits are built and what counts as noise: the base commit's, never the working tree's (the head's).
+    try:
+        judged_by = judge_inputs.export(request.repo, chosen.base, machine, work_dir / "judge")
+    except judge_inputs.JudgeInputsError as exc:
+        raise GateError(str(exc)) from exc
+    print(f"sgemm gate: asv.conf.json and the noise file from base {chosen.base[:12]}"
+          f"{'' if judged_by.noise_file else f' (which has no noise/{machine}.json)'}", file=sys.stderr)
+    noise_file = request.noise_file or judged_by.noise_file
+    if chosen.cases and noise_file:
         try:
             noise, set_aside = read(noise_file, machine, asdict(ROUND_SETTINGS))
         except NoiseFileError as exc:
@@ -173,9 +182,9 @@ def gate(request: Request, dry_run: bool = False) -> int:
             print(f"sgemm gate: {set_aside}", file=sys.stderr)
     if identity:
         write_machine_file(machine_entry(identity, machine))  # asv asks interactively for a machine it does not know
-    work_dir = request.work_dir or request.repo / ".asv" / "gate"
     result = run_gate(request.repo, chosen.base, chosen.head, chosen.selection, chosen.cases, machine, work_dir,
-                      settings, request.device, compute_capability=identity.compute_capability if identity else 90)
+                      settings, request.device, compute_capability=identity.compute_capability if identity else 90,
+                      asv_config=judged_by.asv_config)
     gpu_line = (f"{identity.name}, compute capability {identity.compute_capability_text}, driver {identity.driver}, "
                 f"max SM clock {identity.max_sm_clock_mhz:.0f} MHz") if identity else "not used"
     text = markdown(result, gpu_line)

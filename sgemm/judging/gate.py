@@ -153,12 +153,13 @@ def _run_paired(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Pat
         result.rounds = outcome.rounds
 
 
-def _run_unpaired(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Path, device: int, gpu_check) -> None:
+def _run_unpaired(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Path, device: int, gpu_check,
+                  asv_config: Path | None) -> None:
     settings = result.settings
     controls = frozenset(pair.label for pair in pairs if pair.head.kernel in result.selection.controls)
     thresholds = {pair.label: settings.threshold_for(pair.head.kernel, UNPAIRED) for pair in pairs}
     session = UnpairedRounds(repo, result.base, result.head, pairs, result.machine, work_dir, thresholds,
-                             settings.noise.get(UNPAIRED, {}), controls, settings.nvbench_args)
+                             settings.noise.get(UNPAIRED, {}), controls, settings.nvbench_args, asv_config)
 
     def measure(labels: list[str], rounds: int):
         gpu_check(device, settings.idle_timeout_s)
@@ -187,7 +188,9 @@ def _run_unpaired(result: GateResult, repo: Path, pairs: list[Pair], work_dir: P
 
 def run_gate(repo: Path, base: str, head: str, selection: Selection, cases: list[SuiteCase], machine: str,
              work_dir: Path, settings: Settings, device: int = 0, gpu_check=wait_for_gpu,
-             compute_capability: int = 90) -> GateResult:
+             compute_capability: int = 90, asv_config: Path | None = None) -> GateResult:
+    """`asv_config`: the asv.conf.json that builds and runs both commits where they are measured unpaired (the
+    base commit's, from sgemm.judging.judge_inputs); None: the repository's working tree's."""
     started = time.monotonic()
     pairs = pairs_for(cases, selection.renamed)
     result = GateResult(base, head, machine, selection, settings)
@@ -206,6 +209,6 @@ def run_gate(repo: Path, base: str, head: str, selection: Selection, cases: list
             result = replace(result, unchanged={}, not_compared={}, failed={})
     if result.unpaired_because:
         result.method = UNPAIRED
-        _run_unpaired(result, repo, pairs, work_dir / "unpaired", device, gpu_check)
+        _run_unpaired(result, repo, pairs, work_dir / "unpaired", device, gpu_check, asv_config)
     result.wall_s = time.monotonic() - started
     return result

@@ -182,7 +182,7 @@ class UnpairedRounds:
 
     def __init__(self, repo: Path, base: str, head: str, pairs: list[Pair], machine: str, work_dir: Path,
                  thresholds: dict[str, float], noise: dict, controls: frozenset[str],
-                 nvbench_args: tuple[str, ...] = NVBENCH_ARGS):
+                 nvbench_args: tuple[str, ...] = NVBENCH_ARGS, asv_config: Path | None = None):
         self.repo, self.base, self.head, self.machine = repo, base, head, machine
         self.pairs = {pair.label: pair for pair in pairs}
         self.thresholds, self.noise, self.controls, self.nvbench_args = thresholds, noise, controls, nvbench_args
@@ -191,7 +191,8 @@ class UnpairedRounds:
         shutil.rmtree(self.results_dir, ignore_errors=True)  # only this run's figures are judged
         self.events_path = work_dir / "case-events.jsonl"
         self.events_path.unlink(missing_ok=True)
-        self.config = write_asv_config(repo, work_dir / "asv.conf.json", env_dir=work_dir / "env",
+        # asv_config: the base commit's file (sgemm.judging.judge_inputs), whose commands build and run both sides.
+        self.config = write_asv_config(repo, work_dir / "asv.conf.json", asv_config, env_dir=work_dir / "env",
                                        results_dir=self.results_dir, html_dir=work_dir / "html")
         self.done: dict[str, int] = {}
         self.outcome = Outcome()
