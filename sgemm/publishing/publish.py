@@ -98,7 +98,13 @@ def results_view(results_dir: Path, view: Path) -> list[str]:
     """At `view`, the results tree as `asv publish` is to read it: every result file a symlink to its original, and
     benchmarks.json less the benchmarks no file holds a figure of, which asv would draw as blank tiles and empty pages
     (a box without a GPU records no Gemm figure; a tree may hold no resource figures). Returns those left out."""
-    benchmarks = json.loads((results_dir / "benchmarks.json").read_text())
+    try:
+        benchmarks = json.loads((results_dir / "benchmarks.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise PublishError(f"{results_dir / 'benchmarks.json'}: cannot be read as asv's list of benchmarks ({exc})"
+                           ) from exc
+    if not isinstance(benchmarks, dict):
+        raise PublishError(f"{results_dir / 'benchmarks.json'}: not asv's list of benchmarks (a JSON object)")
     measured = measured_benchmarks(results_dir)
     left_out = sorted(name for name in benchmarks if name != "version" and name not in measured)
     if len(left_out) == len([name for name in benchmarks if name != "version"]):
@@ -343,7 +349,7 @@ def _build_and_swap(repo: Path, results_dir: Path, html_dir: Path, kernels: dict
                 site.cross_gpu = [html_dir / path.relative_to(built) for path in cross_gpu]
             except ReportError as exc:  # the page stays, and says there are no GPU results yet, and how to get some
                 site.cross_gpu_skipped = str(exc)
-                write_no_gpu_page(built / CROSS_GPU_DIR, str(exc))
+                write_no_gpu_page(built / CROSS_GPU_DIR)
             add_nav_link(built, f"{CROSS_GPU_DIR}/index.html", CROSS_GPU_LABEL)
             try:
                 resources = write_resource_page(built / RESOURCE_DIR, newest_run(results_dir))

@@ -119,17 +119,19 @@ HISTORY_CURVES = 8  # as many lines as asv draws by default
 
 
 def history_fragment(run: ResourceRun, method: str) -> str:
-    """The fragment of asv's page of one track that draws the history of the kernels with the largest figures (on
-    the architectures their bars stand for). asv's default (its first kernels, on the first architecture) draws
-    eight equal lines on an axis whose every label reads the same; it names parameter values as their repr."""
+    """The fragment of asv's page of one track that draws the history of the kernels with the largest figures, on
+    the architecture of the largest (one architecture: asv draws a line, and a legend entry, per kernel and
+    architecture selected, drawn or not). asv's default (its first kernels, on the first architecture) draws eight
+    equal lines on an axis whose every label reads the same. asv names parameter values as their repr."""
     figures = run.figures.get(method, {})
-    ranked = sorted((kernel for kernel in run.kernels if (kernel, run.shown_arch(kernel)) in figures),
-                    key=lambda kernel: -figures[kernel, run.shown_arch(kernel)])[:HISTORY_CURVES]
+    shown = [(figures[kernel, arch], kernel, arch) for kernel in run.kernels
+             if (kernel, arch := run.shown_arch(kernel)) in figures]
     fragment = f"{RESOURCES}.{method}"
-    if not ranked or not figures[ranked[0], run.shown_arch(ranked[0])]:
+    if not shown or not max(shown)[0]:
         return fragment  # every figure 0: any selection draws the same line
-    archs = dict.fromkeys(run.shown_arch(kernel) for kernel in ranked)
-    query = [("p-kernel", kernel) for kernel in ranked] + [("p-arch", arch) for arch in archs]
+    arch = max(shown, key=lambda item: item[0])[2]
+    ranked = [kernel for _, kernel, at in sorted(shown, key=lambda item: -item[0]) if at == arch][:HISTORY_CURVES]
+    query = [("p-kernel", kernel) for kernel in ranked] + [("p-arch", arch)]
     return fragment + "?" + "&".join(f"{key}={urllib.parse.quote(repr(value), safe='')}" for key, value in query)
 
 

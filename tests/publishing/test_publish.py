@@ -135,6 +135,7 @@ def test_a_tree_without_gemm_results_says_so_on_the_cross_gpu_page_and_shows_no_
     page = (html_dir / CROSS_GPU_DIR / "index.html").read_text()
     assert "<h1>No GPU results yet</h1>" in page and "<code>scripts/history.sh</code>" in page
     assert "<code>sgemm merge results &lt;its results&gt; --into merged</code>" in page
+    assert str(no_gemm_results.root) not in page  # no path of the box that built it
     assert NAV_LINK in navbar(html_dir / "index.html")  # the link stays, and leads to the explanation
     index = json.loads((html_dir / "index.json").read_text())
     assert index["params"]["gpu"] == ["NVIDIA H100 80GB HBM3"]
@@ -146,6 +147,14 @@ def test_a_tree_without_gemm_results_says_so_on_the_cross_gpu_page_and_shows_no_
     assert site.resources == [] and not (html_dir / RESOURCE_DIR).exists()  # no resource figures in this tree
     assert {(item.package, item.version) for item in site.vendored} == set(PACKAGES)  # still vendored
     assert external_loads(html_dir / "index.html") == []
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]"])
+def test_a_benchmark_list_asv_cannot_read_is_refused_in_one_line(no_gemm_results, tmp_path, text):
+    tree = no_gemm_results.copy(tmp_path / "tree")
+    (tree.results / "benchmarks.json").write_text(text)
+    with pytest.raises(PublishError, match=r"benchmarks.json: (cannot be read as|not) asv's list of benchmarks"):
+        results_view(tree.results, tmp_path / "view")
 
 
 def test_the_results_view_links_every_file_and_leaves_out_benchmarks_without_a_figure(no_gemm_results, tmp_path):
