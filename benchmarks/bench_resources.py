@@ -44,24 +44,30 @@ class Resources:
         return self.usage.registers
 
     track_registers.unit = "registers/thread"
+    track_registers.pretty_name = "Resources: registers per thread"
 
     def track_shared_memory(self, table, kernel, arch):
         return self.usage.shared_bytes
 
-    track_shared_memory.unit = "bytes/block"
+    # "bytes": asv's graphs then draw the axis from zero, in B, kB or MB; the name says per what.
+    track_shared_memory.unit = "bytes"
+    track_shared_memory.pretty_name = "Resources: static shared memory per block"
 
     def track_local_memory(self, table, kernel, arch):
         """The stack frame: local memory per thread, spills included."""
         return self.usage.stack_bytes
 
-    track_local_memory.unit = "bytes/thread"
+    track_local_memory.unit = "bytes"
+    track_local_memory.pretty_name = "Resources: local memory (stack frame) per thread"
 
     def track_spill_stores(self, table, kernel, arch):
         return self.usage.spill_store_bytes
 
-    track_spill_stores.unit = "bytes/thread"
+    track_spill_stores.unit = "bytes"
+    track_spill_stores.pretty_name = "Resources: spill stores per thread"
 
     def track_spill_loads(self, table, kernel, arch):
         return self.usage.spill_load_bytes
 
-    track_spill_loads.unit = "bytes/thread"
+    track_spill_loads.unit = "bytes"
+    track_spill_loads.pretty_name = "Resources: spill loads per thread"

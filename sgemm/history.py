@@ -4,9 +4,10 @@ asv does the measuring (each commit built in a virtualenv of its own, its result
 module chooses what it runs, says beforehand how long that should take, and leaves the site to `sgemm publish`.
 
 - Commits: a machine with no results yet measures the newest `first` commits of the branch (default 1, its head
-  alone), so that a fresh box does not start on the whole history (the full suite takes about 9 to 11 minutes a
-  commit on an H100 or H200); every later run measures what came since: the branch's commits that descend from none
-  already measured here.
+  alone, on a GPU box; 3 on a box without one), so that a fresh box does not start on the whole history (the full
+  suite takes about 9 to 11 minutes a commit on an H100 or H200, the resource suite about a minute on a 2-core CPU
+  box, and a history of one commit is a point that asv's graphs draw no line through); every later run measures
+  what came since: the branch's commits that descend from none already measured here.
 - Cases: the working tree's suite crosses kernels with sizes and precisions, and most combinations are no case; the
   run names the cases to asv, so that it starts no process for the others.
 - Benchmarks: every suite on a GPU box. Without a usable GPU, the resource suite alone (registers, shared memory
@@ -31,17 +32,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import asvsuite, catalogue
+from . import asvsuite, catalogue, recorded
 from .asvconf import write_asv_config
 from .atomic import write_atomically
 from .measuring.record import CASES_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
+from .measuring.resources import PROGRESS_VARIABLE
 from .progress import RunState, follow_asv
 from .shards import Shard, ShardError, assign, identical_gpus, recorded_costs, write_joined
 
 DEFAULT_FIRST = 1
+DEFAULT_FIRST_WITHOUT_GPU = 3
 BRANCH = "main"  # asv.conf.json's branch
 RESOURCES_ONLY = r"^bench_resources\."
-# What a box without a GPU leaves out, in words for the run's first lines.
+# What a box without a GPU records, and what it leaves out, in words for the run's first lines.
+RESOURCE_SUITE = ("bench_resources alone (registers, shared memory, stack and spills of every kernel per "
+                  "architecture, compiled by NVRTC with no GPU)")
 GPU_SUITES = ("bench_gemm (time, TFLOP/s, clocks and power per kernel, size and precision)",
               "bench_gpu (the GPU's SM count and maximum clock)")
 
@@ -77,6 +82,8 @@ class Plan:
             lines.append("expected: no run of this machine to go by; " + (
                 "the resource suite took about 1 minute a commit on a 2-core CPU box" if self.left_out else
                 "the full suite took about 9 to 11 minutes a commit on an H100 or H200"))
+        if self.left_out:
+            lines.append(f"recorded here: {RESOURCE_SUITE}")
         lines += [f"left out, no GPU here: {suite}" for suite in self.left_out]
         return lines + list(self.notes)
 
@@ -126,7 +133,7 @@ def check_catalogue(repo: Path) -> None:
 def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int | None = None) -> Plan:
     """What this box measures now. The commits are listed here and handed to asv as they are, so that what was
     announced is what runs (asv's NEW would also skip commits that other machines of a merged tree measured).
-    `first` (default DEFAULT_FIRST) counts the commits of a machine's first run only."""
+    `first` (default DEFAULT_FIRST, or DEFAULT_FIRST_WITHOUT_GPU) counts the commits of a machine's first run only."""
     if first is not None and first < 1:
         raise HistoryError(f"--first must be at least 1, got {first}")
     check_catalogue(repo)
@@ -140,7 +147,11 @@ def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int | No
             notes = (f"--first {first} left aside: machine {machine} has runs in {results_dir} already, so every "
                      "commit since its newest is measured",)
     else:
-        commits = _git(repo, "rev-list", "--first-parent", f"--max-count={first or DEFAULT_FIRST}", BRANCH).split()
+        count = first or (DEFAULT_FIRST if gpu else DEFAULT_FIRST_WITHOUT_GPU)
+        if first is None and not gpu:
+            notes = (f"a first run without a GPU measures the newest {count} commits: asv draws a history of one "
+                     "commit as a point with no line (--first N for another count)",)
+        commits = _git(repo, "rev-list", "--first-parent", f"--max-count={count}", BRANCH).split()
         seconds = None
     bench = tuple(case_patterns(suite_cases(repo))) + NOT_CASES if gpu else (RESOURCES_ONLY,)
     return Plan(machine, tuple(commits), bench, () if gpu else GPU_SUITES, seconds, notes)
@@ -163,14 +174,17 @@ def library_path(site_dirs: str) -> str:
     return os.pathsep.join(found + [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p])
 
 
-def _asv_environment(cases: list[asvsuite.SuiteCase] = (), reference: Path | None = None) -> dict[str, str]:
-    """The environment of an `asv run`: the CUDA stack linked in, the run's cases (measured in one process a round)
-    and the reference tree every case is also timed against."""
+def _asv_environment(cases: list[asvsuite.SuiteCase] = (), reference: Path | None = None,
+                     compile_progress: Path | None = None) -> dict[str, str]:
+    """The environment of an `asv run`: the CUDA stack linked in, the run's cases (measured in one process a round),
+    the reference tree every case is also timed against, and the file the resource compile reports to."""
     site_dirs = cuda_site()
     env = dict(os.environ, SGEMM_CUDA_SITE=site_dirs, LD_LIBRARY_PATH=library_path(site_dirs))
     env[CASES_VARIABLE] = json.dumps([[case.kernel, *case.shape] for case in cases])
     if reference:
         env[REFERENCE_VARIABLE] = str(reference)
+    if compile_progress:
+        env[PROGRESS_VARIABLE] = str(compile_progress)
     return env
 
 
@@ -200,6 +214,12 @@ def _asv_run(chosen: Plan, hashes: Path) -> list[str]:
             "--record-samples"]
 
 
+def summary(results_dir: Path, chosen: Plan) -> list[str]:
+    """What the run recorded of each commit of the plan, one table read back from `results_dir`."""
+    found = asvsuite.runs(results_dir, chosen.machine) if (results_dir / chosen.machine).is_dir() else []
+    return recorded.summary(found, chosen.commits)
+
+
 def run(repo: Path, chosen: Plan, results_dir: Path, work_dir: Path) -> int:
     """`asv run` of the plan into `results_dir` (asv's environments under `work_dir`): asv's output into a log under
     `work_dir`/logs, its progress in a few lines (sgemm.progress); returns asv's exit status."""
@@ -217,8 +237,10 @@ def run(repo: Path, chosen: Plan, results_dir: Path, work_dir: Path) -> int:
         cases = suite_cases(repo) if chosen.gpu else []
         reference = reference_tree(repo, work_dir) if chosen.gpu else None
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        compile_progress = work_dir / "logs" / f"compile-{stamp}.jsonl"
         status, _ = follow_asv(command, work_dir / "logs" / f"asv-run-{stamp}.log", cwd=repo,
-                               env=_asv_environment(cases, reference))
+                               env=_asv_environment(cases, reference, compile_progress),
+                               compile_progress=compile_progress)
         return status
 
 

@@ -5,10 +5,15 @@ that it moves, how far it is, and where the details are.
 
 asv's lines read here: "· Running 3025 total benchmarks (1 commits * 1 environments * 3025 benchmarks)",
 "[ 12.50%] · For sgemm commit 1a2b3c4d <main>:", and "[ 12.52%] ··· bench.Class.method   failed".
+
+asv says nothing while the resource suite compiles every kernel (its setup_cache, a minute or more a commit); the
+compile writes how far it is to a file of its own (sgemm.measuring.resources.PROGRESS_VARIABLE), read here too.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import selectors
 import subprocess
@@ -25,6 +30,9 @@ FAILED = re.compile(r"^\[\s*[\d.]+%\] ·+ (\S+)\s+failed\s*$")
 STEP_PERCENT = 10  # off a terminal: a line each time the run passes another STEP_PERCENT
 QUIET_S = 60  # and a line when asv said nothing for this long (a compile of every kernel says nothing for a minute)
 REDRAW_S = 0.5  # on a terminal, the line is rewritten at most this often
+POLL_S = 2.0  # how often the compile's progress file is read while asv is silent
+COMPILE_LINE_S = 15  # off a terminal, a line for the compile's progress at most this often (a line a batch, where
+# batches take longer: a few on a 2-core box, one on a box with many cores)
 
 
 @dataclass
@@ -37,20 +45,42 @@ class RunState:
     commit_number: int = 0
     benchmarks: int = 0
     failed: list[str] = field(default_factory=list)
+    compile: dict | None = None  # the resource compile's newest record, while it runs
 
     def read(self, line: str) -> None:
         if found := TOTAL.search(line):
             self.benchmarks, self.commits = int(found.group(1)), int(found.group(2))
         if found := PERCENT.match(line):
             self.percent = float(found.group(1))
+            self.compile = None  # asv moved on: the compile, if one ran, is over
         if found := COMMIT.search(line):
             self.commit, self.commit_number = found.group(1)[:8], self.commit_number + 1
         if found := FAILED.match(line):
             self.failed.append(found.group(1))
 
+    def read_compile(self, line: str) -> bool:
+        """A line of the compile's progress file; whether it was one (a line cut short as it is written is not)."""
+        try:
+            record = json.loads(line)
+            done, total, seconds = int(record["done"]), int(record["total"]), float(record["seconds"])
+        except (ValueError, KeyError, TypeError):
+            return False
+        self.compile = {"done": done, "total": total, "seconds": seconds, "last": str(record.get("last", ""))}
+        return True
+
     def line(self, elapsed_s: float) -> str:
         where = f"commit {self.commit_number} of {self.commits} ({self.commit})" if self.commit else "starting"
-        text = f"asv: {self.percent:3.0f}% · {where} · {_minutes(elapsed_s)} so far"
+        text = f"asv: {self.percent:3.0f}% · {where} · "
+        if self.compile:
+            done, total, seconds = self.compile["done"], self.compile["total"], self.compile["seconds"]
+            if done >= total:
+                text += f"compiled every kernel for the resource suite ({total} programs) in {_minutes(seconds)}"
+            else:
+                text += f"compiling every kernel for the resource suite: {done} of {total} programs"
+                if done:
+                    text += f" (last {self.compile['last']}), about {_minutes(seconds * (total - done) / done)} left"
+            return text + f" · {_minutes(elapsed_s)} so far"
+        text += f"{_minutes(elapsed_s)} so far"
         if 1 <= self.percent < 100:
             text += f", about {_minutes(elapsed_s * (100 - self.percent) / self.percent)} left"
         return text + (f" · {len(self.failed)} failed" if self.failed else "")
@@ -60,36 +90,67 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
+class _Tail:
+    """The lines added to a file since the last read (none while it does not exist); a last line without its
+    newline waits for the next read."""
+
+    def __init__(self, path: Path | None):
+        self.path, self.offset = path, 0
+
+    def lines(self) -> list[str]:
+        if self.path is None:
+            return []
+        try:
+            with open(self.path, "rb") as source:
+                source.seek(self.offset)
+                data = source.read()
+        except OSError:
+            return []
+        whole = data[:data.rfind(b"\n") + 1]
+        self.offset += len(whole)
+        return whole.decode(errors="replace").splitlines()
+
+
 def follow_asv(command: list[str], log_path: Path, out: TextIO = sys.stderr, cwd: Path | None = None,
-               env: dict | None = None, now=time.monotonic) -> tuple[int, RunState]:
+               env: dict | None = None, now=time.monotonic,
+               compile_progress: Path | None = None) -> tuple[int, RunState]:
     """Run `command` (an `asv run`), its output into `log_path`, its progress onto `out`; asv's exit status and
-    what its output said."""
+    what its output said. `compile_progress`: the file the resource compile reports to (see the module's doc)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     state = RunState()
     live = out.isatty()
     started = last_shown = now()
-    shown_step = -1
+    shown_step, shown_commit = -1, 0
+    compile_lines = _Tail(compile_progress)
     print(f"asv: its full output goes to {log_path}", file=out)
     with open(log_path, "w") as log, subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                                      stderr=subprocess.STDOUT, text=True, bufsize=1) as process:
+                                                      stderr=subprocess.STDOUT) as process:
         watch = selectors.DefaultSelector()
         watch.register(process.stdout, selectors.EVENT_READ)
-        while True:
-            line = process.stdout.readline() if watch.select(timeout=QUIET_S) else None
-            if line == "":
-                break
-            if line is not None:
+        pending, ended = b"", False
+        while not ended:
+            # The pipe is read as bytes come (a buffered reader would keep lines that select cannot see, and show
+            # them only when asv next says something: during the compile, a minute later).
+            chunk = os.read(process.stdout.fileno(), 65536) if watch.select(timeout=POLL_S) else None
+            ended = chunk == b""
+            if chunk:
+                pending += chunk
+            whole = len(pending) if ended else pending.rfind(b"\n") + 1  # a line cut short waits for its end
+            lines, pending = pending[:whole], pending[whole:]
+            for line in lines.decode(errors="replace").splitlines(keepends=True):
                 log.write(line)
-                log.flush()
                 state.read(line)
+            log.flush()
+            compiled = sum(state.read_compile(text) for text in compile_lines.lines())
             step, elapsed = int(state.percent // STEP_PERCENT), now() - started
             if live and now() - last_shown >= REDRAW_S:
                 out.write("\r\033[K" + state.line(elapsed))
                 out.flush()
                 last_shown = now()
-            elif not live and (step > shown_step or now() - last_shown >= QUIET_S):
+            elif not live and (step > shown_step or state.commit_number > shown_commit
+                               or (compiled and now() - last_shown >= COMPILE_LINE_S) or now() - last_shown >= QUIET_S):
                 print(state.line(elapsed), file=out, flush=True)
-                shown_step, last_shown = max(step, shown_step), now()
+                shown_step, shown_commit, last_shown = max(step, shown_step), state.commit_number, now()
         status = process.wait()
     if live:
         out.write("\n")

@@ -296,12 +296,13 @@ def _make_two_gpu_results(root: Path) -> GpuResultsTree:
 
 
 def write_asv_run(results_dir: Path, machine: str, commit: str, date_ms: int,
-                  figures: dict[tuple[str, str], dict[tuple, list[float] | None]], duration_s: float = 1.0) -> None:
+                  figures: dict[tuple[str, str], dict[tuple, list[float] | None]], duration_s: float = 1.0,
+                  module: str | None = None) -> None:
     """One run of `machine` at `commit`, as `asv run --record-samples` files it.
 
     `figures` maps (benchmark class, method) to {the case's parameters (Python values): its samples, or None for
     a case that failed}; every parameter combination not given is a skip (NaN), as asv records one. Each method
-    took `duration_s`.
+    took `duration_s`. The benchmarks are of asv module `module` (default: the Gemm suite's).
     """
     import itertools
     import statistics
@@ -322,7 +323,7 @@ def write_asv_run(results_dir: Path, machine: str, commit: str, date_ms: int,
         for combo, kept in cases.items():
             j = combos.index(combo)
             values[j], samples[j] = (None, None) if kept is None else (statistics.median(kept), list(kept))
-        entry = {"name": f"{asvsuite.MODULE}.{benchmark}.{method}", "version": "1",
+        entry = {"name": f"{module or asvsuite.MODULE}.{benchmark}.{method}", "version": "1",
                  "params": [[repr(v) for v in axis] for axis in axes]}
         run.add_result(entry, BenchmarkResult(result=values, samples=samples, number=[1] * len(combos), errcode=0,
                                               stderr="", profile=None), record_samples=True, duration=duration_s)

@@ -60,3 +60,13 @@ def test_setup_cache_compiles_every_kernel_for_every_architecture():
     assert set(table) == {(k.name, arch) for k in compiled for arch in k.architectures(tuple(architectures()))}
     failures = {key: value for key, value in table.items() if isinstance(value, str)}
     assert not failures
+
+
+def test_the_byte_tracks_say_bytes_so_that_asv_draws_them_from_zero_and_each_name_says_per_what():
+    suite = load_suite().Resources
+    units = {name: getattr(suite, name).unit for name in dir(suite) if name.startswith("track_")}
+    assert units == {"track_registers": "registers/thread", "track_shared_memory": "bytes",
+                     "track_local_memory": "bytes", "track_spill_stores": "bytes", "track_spill_loads": "bytes"}
+    names = {name: getattr(suite, name).pretty_name for name in units}
+    assert names["track_shared_memory"].endswith("per block")
+    assert all(name.endswith("per thread") for track, name in names.items() if track != "track_shared_memory")

@@ -108,6 +108,27 @@ def test_without_a_gpu_only_the_resource_suite_runs_and_the_rest_is_named(repo, 
     assert chosen.bench == (history.RESOURCES_ONLY,)
     assert [line.split(": ", 1)[1].split()[0] for line in chosen.describe() if line.startswith("left out")] == \
         ["bench_gemm", "bench_gpu"]
+    assert f"recorded here: {history.RESOURCE_SUITE}" in chosen.describe()
+
+
+def test_a_first_run_without_a_gpu_measures_enough_commits_to_draw_a_line(repo, tmp_path):
+    chosen = history.plan(repo, tmp_path / "results", "box", gpu=False)
+    assert chosen.commits == tuple(repo.commits[:-history.DEFAULT_FIRST_WITHOUT_GPU - 1:-1])
+    assert len(chosen.commits) == history.DEFAULT_FIRST_WITHOUT_GPU > 1
+    assert any("a first run without a GPU measures the newest 3 commits" in line for line in chosen.describe())
+    asked = history.plan(repo, tmp_path / "results", "box", gpu=False, first=1)
+    assert asked.commits == (repo.commits[-1],) and asked.notes == ()  # --first is the user's to set
+
+
+def test_the_summary_reads_back_what_was_recorded_of_each_planned_commit(repo, tmp_path):
+    results = tmp_path / "results"
+    chosen = history.plan(repo, results, "box", gpu=False)
+    write_asv_run(results, "box", chosen.commits[1], 1_000,
+                  {("Resources", "track_registers"): {("fp32/naive", "sm_90"): [32.0]}}, module="bench_resources")
+    lines = history.summary(results, chosen)
+    assert len(lines) == 1 + len(chosen.commits)
+    assert "nothing recorded" in lines[1] and "nothing recorded" in lines[3]
+    assert lines[2].startswith(chosen.commits[1][:8]) and " 32 " in lines[2]
 
 
 def test_the_loader_is_pointed_at_the_nvrtc_of_the_linked_stack(tmp_path, monkeypatch):

@@ -50,3 +50,44 @@ def test_the_estimate_is_the_time_so_far_scaled_by_what_is_left():
     state.read("· Running 100 total benchmarks (4 commits * 1 environments * 25 benchmarks)")
     state.read("[ 25.00%] · For sgemm commit abcdef1234 <main>:")
     assert state.line(120) == "asv:  25% · commit 1 of 4 (abcdef12) · 2.0 min so far, about 6.0 min left"
+
+
+ASV_COMPILING = r'''
+import json, sys, time
+progress = sys.argv[1]
+print("· Running 5 total benchmarks (1 commits * 1 environments * 5 benchmarks)")
+print("[  0.00%] · For sgemm commit 1a2b3c4d5e6f <main>:", flush=True)
+time.sleep(0.3)
+for done, last in ((0, None), (5, "fp32/naive on sm_90"), (10, "fp16/wgmma_tma on sm_90a")):
+    with open(progress, "a") as out:  # as usage_table writes it, asv saying nothing meanwhile
+        out.write(json.dumps({"done": done, "total": 10, "seconds": 2.0 * done, **({"last": last} if last else {})}))
+        out.write("\n")
+    time.sleep(0.3)
+with open(progress, "a") as out:
+    out.write('{"done": 3, "tot')  # a line still being written: not read yet
+print("[ 20.00%] ··· Setting up bench_resources:18    ok", flush=True)
+'''
+
+
+def test_the_resource_compile_is_shown_batch_by_batch_while_asv_is_silent(tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "POLL_S", 0.05)
+    monkeypatch.setattr(progress, "COMPILE_LINE_S", 0)
+    out = io.StringIO()
+    compile_file = tmp_path / "compile.jsonl"
+    _, state = progress.follow_asv([sys.executable, "-c", ASV_COMPILING, str(compile_file)], tmp_path / "asv.log",
+                                   out=out, compile_progress=compile_file)
+    lines = out.getvalue().splitlines()
+    compiling = [line for line in lines if "resource suite" in line]
+    assert compiling[0].startswith("asv:   0% · commit 1 of 1 (1a2b3c4d) · compiling every kernel for the resource "
+                                   "suite: 0 of 10 programs · ")
+    assert any("5 of 10 programs (last fp32/naive on sm_90), about 10 s left" in line for line in compiling)
+    assert any("compiled every kernel for the resource suite (10 programs) in 20 s" in line for line in compiling)
+    assert "resource suite" not in lines[-2]  # asv moved on: the line is asv's again
+    assert state.compile is None
+
+
+def test_a_compile_record_that_is_not_whole_is_no_record():
+    state = progress.RunState()
+    assert not state.read_compile('{"done": 3, "tot')
+    assert not state.read_compile('{"done": "x", "total": 10, "seconds": 1}')
+    assert state.read_compile('{"done": 3, "total": 10, "seconds": 1}') and state.compile["done"] == 3

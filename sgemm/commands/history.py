@@ -15,8 +15,8 @@ def add_history(add) -> None:
                   "newest commits on a first run (--first), every new commit later; without a GPU, the resource "
                   "history alone", kernels=False)
     history.add_argument("--first", type=types.commit_count, help="commits a machine's first run measures, "
-                         "newest first (default 1: the head of the branch; the full suite takes about 9 to 11 "
-                         "minutes a commit on an H100 or H200)")
+                         "newest first (default 1: the head of the branch, the full suite taking about 9 to 11 "
+                         "minutes a commit on an H100 or H200; without a GPU, 3, about a minute each)")
     history.add_argument("--gpus", type=types.gpu_count, default="1", help="how many of the box's GPUs to spread "
                          "each commit's cases over, or 'all' (they must be one model; default 1)")
     history.add_argument("--results", type=types.path, default="results",
@@ -35,7 +35,7 @@ def add_history(add) -> None:
 
 
 def cmd_history(args) -> int:
-    from ..history import HistoryError, box_shards, check_catalogue, check_places, plan, run, run_sharded
+    from ..history import HistoryError, box_shards, check_catalogue, check_places, plan, run, run_sharded, summary
     from ..machine import detect_identity, machine_entry, machine_name, write_machine_file
     from ..publishing.publish import PublishError, check_site_places
 
@@ -78,6 +78,10 @@ def cmd_history(args) -> int:
         measured = run_sharded(repo, chosen, results, shards, uuids, work)
     else:
         measured = run(repo, chosen, results, work)
+    if chosen.commits:
+        print(f"sgemm history: recorded in {results}:", file=sys.stderr)
+        for line in summary(results, chosen):
+            print(f"  {line}", file=sys.stderr)
     if args.no_site:
         return EXIT_FAILED if measured else EXIT_OK
     if measured != 0:

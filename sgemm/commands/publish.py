@@ -79,7 +79,7 @@ def cmd_merge(args) -> int:
 
 def cmd_publish(args) -> int:
     from ..judging.notices import check_commit_url
-    from ..publishing.publish import CROSS_GPU_DIR, PublishError, publish_site
+    from ..publishing.publish import CROSS_GPU_DIR, CROSS_GPU_LABEL, RESOURCE_DIR, PublishError, publish_site
     from ..publishing.site import SiteError
 
     try:
@@ -100,7 +100,13 @@ def cmd_publish(args) -> int:
     if site.cross_gpu:
         print(f"cross-GPU page: {site.html_dir / CROSS_GPU_DIR / 'index.html'}")
     else:
-        print(f"sgemm publish: warning: no cross-GPU page: {site.cross_gpu_skipped}", file=sys.stderr)
+        print(f"sgemm publish: no GPU results ({site.cross_gpu_skipped}): the site's {CROSS_GPU_LABEL} page says "
+              "how to get them", file=sys.stderr)
+    if site.resources:
+        print(f"resource page: {site.html_dir / RESOURCE_DIR / 'index.html'}")
+    if site.left_out:
+        print(f"sgemm publish: left out of the site, with no figure in the results: {len(site.left_out)} "
+              f"benchmarks ({', '.join(sorted({name.split('.')[0] for name in site.left_out}))})", file=sys.stderr)
     print(f"site: {site.html_dir} ({len(site.vendored)} library tags now load vendored files; serve it over HTTP, "
           f"e.g. `asv preview` or `python -m http.server -d {shlex.quote(str(site.html_dir))}`)")
     if site.kept:

@@ -8,16 +8,23 @@ the catalogue entry, so an entry and its kernel cannot drift apart unseen.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from ..catalogue import MAX_SHARED_BYTES, Kernel, architectures
 from .build import BuildError, kernel_source, nvrtc_options
 
 ARCHITECTURES = tuple(architectures())
+# A file that usage_table tells how far it is, a JSON line per batch of programs compiled, where the variable names
+# one: `sgemm history` follows it (sgemm.progress), since asv shows nothing of the resource suite's compile, a minute
+# or more, until it is over.
+PROGRESS_VARIABLE = "SGEMM_COMPILE_PROGRESS"
+PROGRESS_BATCHES = 4
 
 _REGISTERS = re.compile(r"Used (\d+) registers")
 _SHARED = re.compile(r"(\d+) bytes smem")
@@ -187,6 +194,24 @@ def usage_table(kernels: list[Kernel],
         for arch in kernel.architectures(archs) if not kernel.library else ():
             builds[kernel.name, arch] = program = (kernel.source, kernel.entry, arch)
             programs.setdefault(program, (kernel, arch))
+    say = _progress_file(os.environ.get(PROGRESS_VARIABLE))
+    started, usage = time.monotonic(), {}
+    say({"done": 0, "total": len(programs), "seconds": 0.0})
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        usage = dict(zip(programs, pool.map(usage_or_error, programs.values())))
+        running = {pool.submit(usage_or_error, compiled): program for program, compiled in programs.items()}
+        for done, future in enumerate(as_completed(running), 1):
+            usage[running[future]] = future.result()
+            if done * PROGRESS_BATCHES // len(programs) > (done - 1) * PROGRESS_BATCHES // len(programs):
+                kernel, arch = programs[running[future]]
+                say({"done": done, "total": len(programs), "last": f"{kernel.name} on {arch}",
+                     "seconds": round(time.monotonic() - started, 1)})
     return {build: usage[program] for build, program in builds.items()}
+
+
+def _progress_file(path: str | None):
+    """A function that appends a record to the file at `path` as a JSON line; one that does nothing without one."""
+    def say(record: dict) -> None:
+        if path:
+            with open(path, "a") as out:
+                out.write(json.dumps(record) + "\n")
+    return say

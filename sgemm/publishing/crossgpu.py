@@ -244,3 +244,30 @@ def report_across_gpus(results_dir: Path, out_dir: Path, kernels: dict[str, Kern
     written to `out_dir`; ReportError when the results cannot give one."""
     runs = gpu_runs(results_dir)
     return write_cross_gpu(out_dir, runs, kernels, size or common_size(runs), header)
+
+
+NO_GPU_TITLE = "No GPU results yet"
+
+
+def write_no_gpu_page(out_dir: Path) -> list[Path]:
+    """The cross-GPU page of a tree with no Gemm results (a box without a GPU measures the resource suite alone):
+    says so, and how to get some, where the tables would be; it names no path of the box that built it. Returns
+    what was written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    steps = [
+        "On a box with an NVIDIA GPU, in a clone of this repository: `scripts/history.sh` (it times every kernel "
+        "with NVBench at each size and precision, and checks each against FP64 first).",
+        "Bring its results here and join them to these: `sgemm merge results <its results> --into merged`.",
+        "Publish the joined tree: `sgemm publish --results merged --html <site>`. This page then holds a table and "
+        "a bar chart per precision, a column group per GPU, and asv's Gemm histories appear on the front page.",
+    ]
+    page = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{NO_GPU_TITLE}</title>"
+            f"<style>{PAGE_STYLE}</style></head><body>", '<p><a href="../index.html">&larr; benchmark history</a></p>',
+            f"<h1>{NO_GPU_TITLE}</h1>",
+            "<p>The results this site was built from hold no kernel timings: they come from a box without a GPU, "
+            "which records the resource suite alone (registers, shared memory and spills of every kernel, compiled "
+            "with no GPU). To compare kernels across GPUs:</p>",
+            "<ol>", *(f"<li>{html_with_code(step)}</li>" for step in steps), "</ol></body></html>"]
+    index = out_dir / "index.html"
+    index.write_text("\n".join(page) + "\n")
+    return [index]

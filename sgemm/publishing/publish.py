@@ -24,6 +24,7 @@ is foreign, and everything else is replaced as it always was.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import stat
@@ -38,13 +39,16 @@ from ..catalogue import Kernel
 from ..judging.notices import NOTICES_FILE, ConfirmationsError, Report, notices_document, watch, write_notices
 from ..judging.series import HistoryError
 from . import regressions
-from .crossgpu import report_across_gpus, unmeasured_size
+from .crossgpu import report_across_gpus, unmeasured_size, write_no_gpu_page
 from .merge import LockError, locked
 from .report import ReportError
+from .resourcepage import newest_run, write_resource_page
 from .site import SiteError, Vendored, add_nav_link, vendor_assets
 
 CROSS_GPU_DIR = "gpus"
 CROSS_GPU_LABEL = "Across GPUs"
+RESOURCE_DIR = "resources"
+RESOURCE_LABEL = "Resources per kernel"
 # What of asv's output a failed publish shows: its last lines say why.
 ASV_OUTPUT_TAIL = 3000
 # In every site this module made; a directory without it is never replaced. It lists the files the publish wrote.
@@ -64,7 +68,9 @@ class PublishError(RuntimeError):
 class Site:
     html_dir: Path
     cross_gpu: list[Path] = field(default_factory=list)  # the cross-GPU page's files; empty when it was left out
-    cross_gpu_skipped: str = ""  # why there is no cross-GPU page
+    cross_gpu_skipped: str = ""  # why the cross-GPU page says there are no GPU results
+    resources: list[Path] = field(default_factory=list)  # the resource page's files; empty without resource figures
+    left_out: list[str] = field(default_factory=list)  # benchmarks with no figure in the results, not shown
     vendored: list[Vendored] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # what the old site held that no publish made, moved across
     watched: dict[str, Report] = field(default_factory=dict)  # each machine's notices (notices.json), by machine
@@ -79,11 +85,52 @@ def check_inputs(repo: Path, results_dir: Path) -> None:
         raise PublishError(f"{repo}: no asv.conf.json; pass the repository the results were measured from (--repo)")
 
 
-def asv_publish(repo: Path, results_dir: Path, html_dir: Path) -> None:
-    """`asv publish` of `results_dir` into `html_dir` (which asv empties first), or PublishError with asv's words."""
+def measured_benchmarks(results_dir: Path) -> set[str]:
+    """The benchmarks of which some result file in the tree holds a figure (not a failure, not a skip)."""
+    from asv.results import iter_results
+
+    found = set()
+    for results in iter_results(str(results_dir)):
+        for name in results.get_all_result_keys():
+            if name not in found and any(value is not None and not math.isnan(value)
+                                         for value in results.get_result_value(name, results.get_result_params(name))):
+                found.add(name)
+    return found
+
+
+def results_view(results_dir: Path, view: Path) -> list[str]:
+    """At `view`, the results tree as `asv publish` is to read it: every result file a symlink to its original, and
+    benchmarks.json less the benchmarks no file holds a figure of, which asv would draw as blank tiles and empty pages
+    (a box without a GPU records no Gemm figure; a tree may hold no resource figures). Returns those left out."""
+    try:
+        benchmarks = json.loads((results_dir / "benchmarks.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise PublishError(f"{results_dir / 'benchmarks.json'}: cannot be read as asv's list of benchmarks ({exc})"
+                           ) from exc
+    if not isinstance(benchmarks, dict):
+        raise PublishError(f"{results_dir / 'benchmarks.json'}: not asv's list of benchmarks (a JSON object)")
+    measured = measured_benchmarks(results_dir)
+    left_out = sorted(name for name in benchmarks if name != "version" and name not in measured)
+    if len(left_out) == len([name for name in benchmarks if name != "version"]):
+        left_out = []  # nothing measured at all: asv's own pages say so better than an empty grid
+    for folder, _, files in os.walk(results_dir):
+        target = view / Path(folder).relative_to(results_dir)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            if not (target == view and name == "benchmarks.json"):
+                os.symlink(Path(folder) / name, target / name)
+    (view / "benchmarks.json").write_text(json.dumps({name: entry for name, entry in benchmarks.items()
+                                                      if name not in left_out}))
+    return left_out
+
+
+def asv_publish(repo: Path, results_dir: Path, html_dir: Path) -> list[str]:
+    """`asv publish` of `results_dir` into `html_dir` (which asv empties first), or PublishError with asv's words.
+    Returns the benchmarks left out of the site, with no figure in the results (results_view)."""
     check_inputs(repo, results_dir)
     with tempfile.TemporaryDirectory(prefix="sgemm-publish-") as scratch:
-        config = write_asv_config(repo, Path(scratch) / "asv.conf.json", results_dir=results_dir,
+        left_out = results_view(results_dir, Path(scratch) / "results")
+        config = write_asv_config(repo, Path(scratch) / "asv.conf.json", results_dir=Path(scratch) / "results",
                                   html_dir=html_dir, env_dir=Path(scratch) / "env")
         branches = json.loads(config.read_text()).get("branches", ["main"])
         done = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", str(config)], cwd=repo,
@@ -97,6 +144,7 @@ def asv_publish(repo: Path, results_dir: Path, html_dir: Path) -> None:
         raise PublishError(f"none of the commits in {results_dir} is on the branches {branches} of "
                            f"{repo}: the site would show no history (pass the repository they were measured from, "
                            "with those branches fetched)")
+    return left_out
 
 
 def check_places(repo: Path, results_dir: Path, html_dir: Path, npm_cache: Path | None = None) -> None:
@@ -317,17 +365,24 @@ def _build_and_swap(repo: Path, results_dir: Path, html_dir: Path, kernels: dict
     keep_staging = False  # once it may hold the only copy of something foreign
     try:
         built = staging / html_dir.name
-        asv_publish(repo, results_dir, built)
-        site = Site(html_dir, watched=watched)
+        site = Site(html_dir, left_out=asv_publish(repo, results_dir, built), watched=watched)
         write_notices(built / NOTICES_FILE, notices_document(watched))
         regressions.write_page(built / regressions.PAGE_DIR, watched, header)
         offline_error: SiteError | None = None
         try:
-            cross_gpu = report_across_gpus(results_dir, built / CROSS_GPU_DIR, kernels, header, size)
-            site.cross_gpu = [html_dir / path.relative_to(built) for path in cross_gpu]
+            try:
+                cross_gpu = report_across_gpus(results_dir, built / CROSS_GPU_DIR, kernels, header, size)
+                site.cross_gpu = [html_dir / path.relative_to(built) for path in cross_gpu]
+            except ReportError as exc:  # the page stays, and says there are no GPU results yet, and how to get some
+                site.cross_gpu_skipped = str(exc)
+                write_no_gpu_page(built / CROSS_GPU_DIR)
             add_nav_link(built, f"{CROSS_GPU_DIR}/index.html", CROSS_GPU_LABEL)
-        except ReportError as exc:
-            site.cross_gpu_skipped = str(exc)
+            try:
+                resources = write_resource_page(built / RESOURCE_DIR, newest_run(results_dir))
+                site.resources = [html_dir / path.relative_to(built) for path in resources]
+                add_nav_link(built, f"{RESOURCE_DIR}/index.html", RESOURCE_LABEL)
+            except ReportError:
+                pass  # no resource figures in the tree: asv's own pages are all there is
         except SiteError as exc:
             offline_error = exc
         if offline_error is None:

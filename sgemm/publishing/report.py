@@ -248,7 +248,18 @@ def size_tick_labels(sizes: list[int]) -> list[str]:
     return labels
 
 
-def ladder_figure(title: str, kernel_names: list[str], points: list[Point]):
+def ladder_sizes(kernel_names: list[str], points: list[Point], baseline_name: str | None = None) -> list[int]:
+    """The sizes a ladder's plot spans, ascending: those at which a step of the ladder other than `baseline_name`
+    was measured. The baseline is timed at every size some kernel of its precision runs at (cuBLAS FP16 up to 8192
+    for the Hopper ladder, down to 1000 for seed 001's), and sizes where it alone stands only squeeze the ladder's
+    own points into a corner. Every measured size when the baseline is all there is."""
+    steps = {name for name in kernel_names if name != baseline_name}
+    measured = [p for p in points if p.kernel in kernel_names and not math.isnan(p.tflops)]
+    own = {p.size for p in measured if p.kernel in steps}
+    return sorted(own or {p.size for p in measured})
+
+
+def ladder_figure(title: str, kernel_names: list[str], points: list[Point], baseline_name: str | None = None):
     """The plot of `plot_ladder` as a matplotlib Figure (ImportError without matplotlib)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -258,13 +269,14 @@ def ladder_figure(title: str, kernel_names: list[str], points: list[Point]):
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     styles = series_styles(kernel_names)
+    shown = ladder_sizes(kernel_names, points, baseline_name)
     for name, style in styles.items():
-        series = sorted((p.size, p.tflops) for p in points if p.kernel == name and not math.isnan(p.tflops))
+        series = sorted((p.size, p.tflops) for p in points
+                        if p.kernel == name and p.size in shown and not math.isnan(p.tflops))
         if series:
             sizes, rates = zip(*series)
             axes.plot(sizes, rates, label=name, **style)
     axes.set_xscale("log", base=2)
-    shown = sorted({p.size for p in points if p.kernel in styles})
     axes.set_xticks(shown, size_tick_labels(shown))
     axes.xaxis.set_minor_locator(NullLocator())
     axes.set_xlabel("M = N = K (log scale)")
@@ -277,11 +289,12 @@ def ladder_figure(title: str, kernel_names: list[str], points: list[Point]):
     return figure
 
 
-def plot_ladder(path: Path, title: str, kernel_names: list[str], points: list[Point]) -> bool:
-    """TFLOP/s against size on a log-2 axis, one line per kernel (once each, in the order given). False when
-    matplotlib is missing (nothing is written)."""
+def plot_ladder(path: Path, title: str, kernel_names: list[str], points: list[Point],
+                baseline_name: str | None = None) -> bool:
+    """TFLOP/s against size on a log-2 axis, one line per kernel (once each, in the order given), over the sizes of
+    the ladder's own steps (ladder_sizes). False when matplotlib is missing (nothing is written)."""
     try:
-        figure = ladder_figure(title, kernel_names, points)
+        figure = ladder_figure(title, kernel_names, points, baseline_name)
     except ImportError:
         return False
     figure.savefig(path, dpi=110)
@@ -310,7 +323,8 @@ def write_report(out_dir: Path, seeds: list[Seed], kernels: dict[str, Kernel], p
                 body += [f"{size}x{size}x{size}:", "", markdown_table(rows), ""]
             rows = tables[0][1]
             png = out_dir / f"{seed.number}-{precision}.png"
-            if plot_ladder(png, f"{seed.number} {precision.upper()} on {gpu.name}", [r.kernel for r in rows], points):
+            if plot_ladder(png, f"{seed.number} {precision.upper()} on {gpu.name}", [r.kernel for r in rows], points,
+                           reference):
                 body += [f"![TFLOP/s against size]({png.name})", ""]
                 written.append(png)
             else:

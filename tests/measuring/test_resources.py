@@ -1,4 +1,5 @@
 import dataclasses
+import json
 
 import pytest
 
@@ -30,6 +31,29 @@ def test_architecture_specific_kernels_build_for_their_target_alone():
         "sm_90a"}
     table = resources.usage_table(targeted[:1])
     assert list(table) == [(targeted[0].name, "sm_90a")]
+
+
+def test_the_table_tells_the_file_the_history_follows_how_far_the_compile_is(tmp_path, monkeypatch):
+    progress = tmp_path / "compile.jsonl"
+    monkeypatch.setenv(resources.PROGRESS_VARIABLE, str(progress))
+    monkeypatch.setattr(resources, "resource_usage", lambda kernel, arch: resources.ResourceUsage(32, 0, 0, 0, 0))
+    kernels = COMPILED[:6]
+    resources.usage_table(kernels, ("sm_80", "sm_90"))
+    records = [json.loads(line) for line in progress.read_text().splitlines()]
+    programs = len({(kernel.source, kernel.entry, arch) for kernel in kernels
+                    for arch in kernel.architectures(("sm_80", "sm_90"))})
+    assert records[0] == {"done": 0, "total": programs, "seconds": 0.0}
+    assert [record["done"] for record in records[1:]] == sorted(record["done"] for record in records[1:])
+    assert len(records) == 1 + resources.PROGRESS_BATCHES and records[-1]["done"] == programs
+    assert all(" on sm_" in record["last"] and record["seconds"] >= 0 for record in records[1:])
+
+
+def test_without_the_variable_the_table_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.delenv(resources.PROGRESS_VARIABLE, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(resources, "resource_usage", lambda kernel, arch: resources.ResourceUsage(32, 0, 0, 0, 0))
+    resources.usage_table(COMPILED[:2], ("sm_80",))
+    assert list(tmp_path.iterdir()) == []
 
 
 PTX = """.visible .entry _Z4gemm(

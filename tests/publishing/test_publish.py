@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from sgemm.catalogue import load_catalogue
-from sgemm.publishing.publish import (CROSS_GPU_DIR, CROSS_GPU_LABEL, SITE_MARKER, PublishError, check_places,
-                                     check_site_places, publish_site)
+from sgemm.publishing.publish import (CROSS_GPU_DIR, CROSS_GPU_LABEL, RESOURCE_DIR, SITE_MARKER, PublishError,
+                                     check_places, check_site_places, measured_benchmarks, publish_site,
+                                     results_view)
 from sgemm.publishing.site import CDN_ASSETS, PACKAGES
 
 KERNELS = load_catalogue()
@@ -126,18 +127,48 @@ def test_a_directory_that_is_no_results_tree_is_refused_before_the_site_is_touch
     assert (html_dir / "index.html").read_text() == "the site as it was"
 
 
-def test_a_tree_without_gemm_results_is_published_without_the_cross_gpu_page(no_gemm_results, npm_cache, tmp_path):
+def test_a_tree_without_gemm_results_says_so_on_the_cross_gpu_page_and_shows_no_blank_benchmark(
+        no_gemm_results, npm_cache, tmp_path):
     html_dir = tmp_path / "html"
     site = publish_site(no_gemm_results.repo, no_gemm_results.results, html_dir, KERNELS, [], npm_cache=npm_cache)
     assert site.cross_gpu == []
     assert site.cross_gpu_skipped == f"no Gemm results for any machine in {no_gemm_results.results}"
-    assert not (html_dir / CROSS_GPU_DIR).exists()
-    assert NAV_LINK not in (html_dir / "index.html").read_text()  # the regressions page is linked, not this one
+    page = (html_dir / CROSS_GPU_DIR / "index.html").read_text()
+    assert "<h1>No GPU results yet</h1>" in page and "<code>scripts/history.sh</code>" in page
+    assert "<code>sgemm merge results &lt;its results&gt; --into merged</code>" in page
+    assert str(no_gemm_results.root) not in page  # no path of the box that built it
+    assert NAV_LINK in navbar(html_dir / "index.html")  # the link stays, and leads to the explanation
     index = json.loads((html_dir / "index.json").read_text())
     assert index["params"]["gpu"] == ["NVIDIA H100 80GB HBM3"]
-    assert set(index["benchmarks"]) >= {"bench_gpu.Gpu.track_sm_count", "bench_gpu.Gpu.track_max_sm_clock"}
+    # The Gemm benchmarks asv discovered but no box measured would be blank tiles and "No data" pages: left out.
+    assert set(index["benchmarks"]) == {"bench_gpu.Gpu.track_sm_count", "bench_gpu.Gpu.track_max_sm_clock"}
+    assert site.left_out == ["bench_gemm.Gemm.track_sm_clock", "bench_gemm.Gemm.track_tflops"]
+    assert json.loads((no_gemm_results.results / "benchmarks.json").read_text()).keys() >= set(site.left_out)
+    assert not (html_dir / "graphs" / "summary" / "bench_gemm.Gemm.track_tflops.json").exists()
+    assert site.resources == [] and not (html_dir / RESOURCE_DIR).exists()  # no resource figures in this tree
     assert {(item.package, item.version) for item in site.vendored} == set(PACKAGES)  # still vendored
     assert external_loads(html_dir / "index.html") == []
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]"])
+def test_a_benchmark_list_asv_cannot_read_is_refused_in_one_line(no_gemm_results, tmp_path, text):
+    tree = no_gemm_results.copy(tmp_path / "tree")
+    (tree.results / "benchmarks.json").write_text(text)
+    with pytest.raises(PublishError, match=r"benchmarks.json: (cannot be read as|not) asv's list of benchmarks"):
+        results_view(tree.results, tmp_path / "view")
+
+
+def test_the_results_view_links_every_file_and_leaves_out_benchmarks_without_a_figure(no_gemm_results, tmp_path):
+    view = tmp_path / "view"
+    left_out = results_view(no_gemm_results.results, view)
+    assert left_out == ["bench_gemm.Gemm.track_sm_clock", "bench_gemm.Gemm.track_tflops"]
+    originals = sorted(path.relative_to(no_gemm_results.results) for path in no_gemm_results.results.rglob("*.json"))
+    assert sorted(path.relative_to(view) for path in view.rglob("*.json")) == originals
+    linked = [path for path in view.rglob("*.json") if path.name != "benchmarks.json" or path.parent != view]
+    assert linked and all(path.is_symlink() for path in linked)
+    assert "bench_gemm.Gemm.track_tflops" not in json.loads((view / "benchmarks.json").read_text())
+    assert measured_benchmarks(no_gemm_results.results) == {"bench_gpu.Gpu.track_sm_count",
+                                                            "bench_gpu.Gpu.track_max_sm_clock"}
 
 
 # --- sgemm publish -----------------------------------------------------------------------------------------------
@@ -161,13 +192,15 @@ def test_sgemm_publish_builds_the_site_and_names_the_cross_gpu_page(two_gpu_resu
     assert str(tmp_path) not in readme and str(two_gpu_results.root) not in readme
 
 
-def test_sgemm_publish_warns_when_there_is_no_cross_gpu_page(no_gemm_results, npm_cache, tmp_path):
+def test_sgemm_publish_says_when_there_are_no_gpu_results(no_gemm_results, npm_cache, tmp_path):
     html_dir = tmp_path / "site"
     done = sgemm("publish", "--results", str(no_gemm_results.results), "--html", str(html_dir), "--repo",
                  str(no_gemm_results.repo), "--npm-cache", str(npm_cache), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stderr.strip() == ("sgemm publish: warning: no cross-GPU page: no Gemm results for any machine in "
-                                   f"{no_gemm_results.results}")
+    assert done.stderr.splitlines() == [
+        f"sgemm publish: no GPU results (no Gemm results for any machine in {no_gemm_results.results}): the "
+        "site's Across GPUs page says how to get them",
+        "sgemm publish: left out of the site, with no figure in the results: 2 benchmarks (bench_gemm)"]
     assert "cross-GPU page:" not in done.stdout and done.stdout.startswith(f"site: {html_dir} (")
     assert (html_dir / "index.html").is_file()
 
@@ -459,7 +492,11 @@ def test_what_the_user_made_where_the_new_site_writes_is_refused_and_nothing_cha
         no_gemm_site, two_gpu_results, npm_cache, tmp_path, make, named):
     html_dir = tmp_path / "html"
     shutil.copytree(no_gemm_site, html_dir)
-    assert not (html_dir / CROSS_GPU_DIR).exists()
+    # Its page saying there are no GPU results goes, and out of its manifest: the user's things go there below.
+    shutil.rmtree(html_dir / CROSS_GPU_DIR)
+    manifest = (html_dir / SITE_MARKER).read_text().splitlines()
+    (html_dir / SITE_MARKER).write_text("".join(f"{line}\n" for line in manifest
+                                                if not line.startswith(f"{CROSS_GPU_DIR}/")))
     (tmp_path / "outside").mkdir()
     git_checkout(html_dir)
     (html_dir / "CNAME").write_text("gemm.example.org\n")

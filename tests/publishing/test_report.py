@@ -9,9 +9,11 @@ from sgemm.catalogue import load_catalogue, seeds
 from sgemm.gpu import Gpu
 from sgemm.measuring import record
 from sgemm.measuring.record import CaseResult
+from sgemm.publishing import report
 from sgemm.publishing.report import (SM_CLOCK_NOTE, Point, ReportError, header_lines, ladder, ladder_figure,
-                                     markdown_table, measured_points, plot_ladder, points_from_asv, points_from_cases,
-                                     read_points, seed_kernels, series_styles, size_tick_labels, write_report)
+                                     ladder_sizes, markdown_table, measured_points, plot_ladder, points_from_asv,
+                                     points_from_cases, read_points, seed_kernels, series_styles, size_tick_labels,
+                                     write_report)
 
 KERNELS = load_catalogue()
 SEEDS = {seed.number: seed for seed in seeds()}
@@ -201,6 +203,55 @@ def test_the_ladder_png_is_written(seed_002, tmp_path):
     names, points = seed_002
     assert plot_ladder(tmp_path / "002.png", "002 FP32", names, points)
     assert (tmp_path / "002.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# As the H100's history measured them: cuBLAS FP16 at every size some FP16 kernel runs at, the Hopper ladder at two.
+CUBLAS_FP16_SIZES = (1000, 1024, 2048, 4096, 8192)
+HOPPER_SIZES = (4096, 8192)
+
+
+@pytest.fixture
+def hopper_fp16():
+    pytest.importorskip("matplotlib")
+    names = [row.kernel for row in ladder(SEEDS["hopper"], "fp16", 4096, [], KERNELS, H100)]
+    assert names[0] == "fp16/cublas" and len(names) > 2
+    points = [Point("fp16/cublas", size, size / 10, 1500.0) for size in CUBLAS_FP16_SIZES]
+    points += [Point(name, size, 300.0 + index, 1500.0) for index, name in enumerate(names[1:])
+               for size in HOPPER_SIZES]
+    return names, points
+
+
+def test_the_hopper_plot_spans_the_ladders_own_sizes_not_the_baselines(hopper_fp16):
+    names, points = hopper_fp16
+    axes = ladder_figure("hopper FP16", names, points, "fp16/cublas").axes[0]
+    assert list(axes.get_xticks()) == list(HOPPER_SIZES)
+    left, right = axes.get_xlim()
+    assert 2048 < left < 4096 and 8192 < right < 16384  # no room kept for 1000 to 2048
+    cublas = next(line for line in axes.get_lines() if line.get_label() == "fp16/cublas")
+    assert list(cublas.get_xdata()) == list(HOPPER_SIZES)  # cuBLAS beside the ladder, where the ladder was measured
+    # Without naming the baseline, every measured size is drawn (the old picture: 60% of the width for cuBLAS alone).
+    assert list(ladder_figure("hopper FP16", names, points).axes[0].get_xticks()) == list(CUBLAS_FP16_SIZES)
+
+
+def test_a_ladder_of_the_baseline_alone_keeps_its_sizes(hopper_fp16):
+    _, points = hopper_fp16
+    assert ladder_sizes(["fp16/cublas"], points, "fp16/cublas") == list(CUBLAS_FP16_SIZES)
+    assert ladder_sizes(["fp16/cublas", "fp16/wgmma_tma"], points[:5], "fp16/cublas") == list(CUBLAS_FP16_SIZES)
+    nan = [Point("fp16/wgmma_tma", 2048, math.nan, math.nan)]  # a size with no rate is no size of the ladder
+    assert ladder_sizes(["fp16/cublas", "fp16/wgmma_tma"], points[:5] + nan, "fp16/cublas") == list(CUBLAS_FP16_SIZES)
+
+
+def test_the_report_plots_each_ladder_against_its_precisions_baseline(hopper_fp16, tmp_path, monkeypatch):
+    _, points = hopper_fp16
+    drawn = {}
+
+    def plot_ladder(path, title, kernel_names, points, baseline_name=None):
+        drawn[path.name] = baseline_name
+        return True
+
+    monkeypatch.setattr(report, "plot_ladder", plot_ladder)
+    write_report(tmp_path, [SEEDS["hopper"]], KERNELS, points, H100, [])
+    assert drawn == {"hopper-fp16.png": "fp16/cublas"}
 
 
 def test_a_fresh_report_measures_the_ladders_steps_and_baselines_this_gpu_can_run(monkeypatch):
