@@ -63,6 +63,9 @@ def record_problem(record) -> str | None:
         return f"interval {interval!r} is not two numbers"
     if not _number(record["ratio"]) or not _number(record["confidence"]) or not 0 < record["confidence"] < 1:
         return "ratio and confidence must be numbers, confidence between 0 and 1"
+    if not all(math.isfinite(v) and v > 0 for v in (record["ratio"], *interval)):
+        # A time over a time: an undecided record says UNKNOWN with the figures it had, never NaN or infinity.
+        return "ratio and interval must be positive finite numbers"
     if not isinstance(record["method"], str) or not isinstance(record["measured_at"], str):
         return "method and measured_at must be text"
     return None
@@ -128,9 +131,6 @@ def append(path: Path, new: list[dict]) -> list[dict]:
     for record in new:
         if problem := record_problem(record):
             raise ConfirmationsError(f"a new record cannot be written: {problem}")
-        if not all(math.isfinite(v) for v in (record["ratio"], *record["interval"])):
-            raise ConfirmationsError("a new record cannot be written: its ratio and interval must be finite "
-                                     "(an undecided record says UNKNOWN with the figures it had)")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path):

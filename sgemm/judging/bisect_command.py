@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .. import confirmations
+from .. import confirmations, resultstree
 from ..atomic import write_atomically
 from ..catalogue import Kernel
 from ..machine import check_machine_name, detect_identity, machine_name
@@ -32,7 +32,6 @@ from .compare import PairedBuilds, Schedule, Unmeasurable
 from .confirm import already_decided, confirm
 from .targets import NOTICE_ID, Target, TargetError, candidates, from_notice, identifier
 
-BISECT_FOLDER = "bisect"
 DEFAULT_LIMITS = Limits()
 # make_source(repo, good, kernel entry, size, device): rounds of that case over the good end on this box's GPU.
 SourceMaker = Callable[[Path, str, Kernel, int, int], RoundSource]
@@ -145,11 +144,14 @@ def plan_bisect(request: BisectRequest) -> BisectPlan | str:
     except RangeError as exc:
         raise InputError(str(exc)) from None
     machine = _machine(request.machine, target, request.device)
-    folder = _results_folder(request.results, machine) / BISECT_FOLDER
-    state = request.state or folder / f"{target.id}.state.json"
+    machine_dir = _results_folder(request.results, machine)
+    out = resultstree.bisect_result(machine_dir, target.id)
+    state = request.state or resultstree.bisect_state(machine_dir, target.id)
     if state.is_dir():
         raise InputError(f"--state {state} is a directory: name a file")
-    return BisectPlan(replace(target, machine=machine), chain, kernel, machine, folder / f"{target.id}.json", state)
+    if state.resolve() == out.resolve():
+        raise InputError(f"--state {state} is where the result goes: name another file")
+    return BisectPlan(replace(target, machine=machine), chain, kernel, machine, out, state)
 
 
 def bisect(request: BisectRequest, make_source: SourceMaker | None = None) -> tuple[dict | str, Path]:

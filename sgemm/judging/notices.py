@@ -18,103 +18,53 @@ source file and family, shared by its precision twins) and the first commit meas
 from __future__ import annotations
 
 import json
-import math
 import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from .. import asvsuite
+from .. import asvsuite, confirmations, resultstree
 from ..atomic import write_atomically
 from ..catalogue import Kernel
-from .series import (BISECT_DIR, CONFIRMATIONS_FILE, Environment, History, Point, Series, branch_commits,
-                     configured_branch, machines, read_history)
+from .bisect import FOUND, NO_STEP, UNKNOWN
+from .series import (Environment, History, HistoryError, Point, Series, branch_commits, configured_branch,
+                     read_history)
 from .steps import MIN_SERIES, MIN_STEP, Step, find_steps, threshold
 
 NOTICES_FILE = "notices.json"
 NOTICES_FORMAT = 1
 STATES = ("candidate", "regression", "environment", "closed", "dismissed")
 OPEN_STATES = ("candidate", "regression", "environment")
-VERDICTS = ("DIFFERENT", "SAME", "UNKNOWN")
+BISECT_VERDICTS = (FOUND, UNKNOWN, NO_STEP)
 SHA = re.compile(r"[0-9a-f]{40}")
 ID_PART = re.compile(r"[^A-Za-z0-9_.-]+")
 COMMIT_URL = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]+)?/[A-Za-z0-9._/-]+/")
 
 
-class ConfirmationsError(ValueError):
-    """A confirmations or bisect file cannot be read; the message names it. Nothing was written."""
-
-
-@dataclass(frozen=True)
-class Confirmation:
-    case: str
-    size: int
-    good: str
-    bad: str
-    verdict: str
-    ratio: float
-    interval: tuple[float, float]
-    confidence: float
-    method: str
-    measured_at: str
-
-
-def _fail(path: Path, why: str) -> ConfirmationsError:
-    return ConfirmationsError(f"{path}: {why}; fix or move it aside (it was left as it is), nothing was written")
-
-
-def read_confirmations(path: Path) -> list[Confirmation]:
-    """The records of a machine's confirmations.json (none when there is no such file)."""
-    if not path.exists():
-        return []
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise _fail(path, f"not valid JSON ({exc})") from exc
-    records = data.get("confirmations") if isinstance(data, dict) else None
-    if not isinstance(records, list):
-        raise _fail(path, 'expected {"confirmations": [...]}')
-    found = []
-    for index, record in enumerate(records):
-        where = f"confirmation {index}"
-        try:
-            interval = record["interval"]
-            confirmation = Confirmation(str(record["case"]), record["size"], record["good"], record["bad"],
-                                        record["verdict"], float(record["ratio"]),
-                                        (float(interval[0]), float(interval[1])), float(record["confidence"]),
-                                        str(record["method"]), str(record["measured_at"]))
-        except (KeyError, TypeError, IndexError, ValueError) as exc:
-            raise _fail(path, f"{where} lacks or mistypes a field ({exc!r})") from exc
-        if not isinstance(confirmation.size, int) or isinstance(confirmation.size, bool) or confirmation.size < 1:
-            raise _fail(path, f"{where}: size {confirmation.size!r} is not a positive whole number")
-        if not (SHA.fullmatch(str(confirmation.good)) and SHA.fullmatch(str(confirmation.bad))):
-            raise _fail(path, f"{where}: good and bad must be 40-hex commit hashes")
-        if confirmation.verdict not in VERDICTS:
-            raise _fail(path, f"{where}: verdict {confirmation.verdict!r} is not one of {', '.join(VERDICTS)}")
-        if not all(math.isfinite(v) and v > 0 for v in (confirmation.ratio, *confirmation.interval)):
-            raise _fail(path, f"{where}: ratio and interval must be positive numbers")
-        found.append(confirmation)
-    return found
-
-
 def read_bisect(machine_dir: Path, notice_id: str) -> dict | None:
-    """A bisect's result for this notice, as the page shows it, or None."""
-    path = machine_dir / BISECT_DIR / f"{notice_id}.json"
-    if not path.exists():
+    """A bisect's result for this notice, as the page shows it, or None while there is none (a bisect still under
+    way has only its state file, `<id>.state.json`, which is not read here). HistoryError naming a result file that
+    cannot be read."""
+    path = resultstree.bisect_result(machine_dir, notice_id)
+    if not path.is_file():
         return None
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise _fail(path, f"not valid JSON ({exc})") from exc
-    if not isinstance(data, dict) or data.get("id") != notice_id:
-        raise _fail(path, f"not a bisect result of {notice_id}")
+        raise _unreadable(path, f"not valid JSON ({exc})") from exc
+    if not isinstance(data, dict) or data.get("id") != notice_id or data.get("verdict") not in BISECT_VERDICTS:
+        raise _unreadable(path, f"not a bisect result of {notice_id} (expected its id and a verdict of "
+                                f"{', '.join(BISECT_VERDICTS)})")
     first_bad = data.get("first_bad")
-    result = {"first_bad": first_bad if isinstance(first_bad, str) and SHA.fullmatch(first_bad) else None,
-              "verdict": data.get("verdict") if data.get("verdict") in VERDICTS else "UNKNOWN",
-              "builds": data.get("builds") if isinstance(data.get("builds"), int) else None,
-              "wall_s": float(data["wall_s"]) if isinstance(data.get("wall_s"), int | float) else None}
-    return result
+    return {"first_bad": first_bad if isinstance(first_bad, str) and SHA.fullmatch(first_bad) else None,
+            "verdict": data["verdict"],
+            "builds": data.get("builds") if isinstance(data.get("builds"), int) else None,
+            "wall_s": float(data["wall_s"]) if isinstance(data.get("wall_s"), int | float) else None}
+
+
+def _unreadable(path: Path, why: str) -> HistoryError:
+    return HistoryError(f"{path}: {why}; fix or move it aside (it was left as it is), nothing was written")
 
 
 def code_key(kernel_name: str, kernels: dict[str, Kernel]) -> str:
@@ -202,7 +152,7 @@ class Report:
     steps: dict[str, list[Found]] = field(default_factory=dict)  # each notice's steps, by its id, for the graphs
 
 
-def _case_entry(found: Found, confirmations: list[Confirmation], machine: str) -> dict:
+def _case_entry(found: Found, records: list[dict], machine: str) -> dict:
     case = found.series.case
     m, n, k = case.shape
     size = m if m == n == k else None
@@ -210,13 +160,12 @@ def _case_entry(found: Found, confirmations: list[Confirmation], machine: str) -
              "ratio": round(found.step.ratio, 5), "interval": [round(v, 5) for v in found.step.interval],
              "before": _side(found.before), "after": _side(found.after),
              "graph_url": graph_url(case, found.series.track, machine)}
-    mine = [c for c in confirmations if c.case == case.kernel and c.size == size and c.bad == found.bad
-            and c.good == found.last_good]
+    mine = [r for r in records if (r["case"], r["size"], r["good"], r["bad"]) == (case.kernel, size, found.last_good,
+                                                                                 found.bad)]
     if mine:
-        newest = max(mine, key=lambda c: c.measured_at)
-        entry["confirmation"] = {"verdict": newest.verdict, "ratio": newest.ratio, "interval": list(newest.interval),
-                                 "confidence": newest.confidence, "method": newest.method,
-                                 "measured_at": newest.measured_at}
+        newest = max(mine, key=lambda r: r["measured_at"])
+        entry["confirmation"] = {key: newest[key] for key in ("verdict", "ratio", "interval", "confidence", "method",
+                                                              "measured_at")}
     return entry
 
 
@@ -237,7 +186,7 @@ def detect(history: History, kernels: dict[str, Kernel], results_dir: Path, comm
     """Every notice of the machine's history, newest first."""
     report = Report()
     machine_dir = results_dir / history.machine
-    confirmations = read_confirmations(machine_dir / CONFIRMATIONS_FILE)
+    records = confirmations.read(confirmations.path_for(results_dir, history.machine))
     groups: dict[tuple[str, str], list[Found]] = {}
     for series in history.series:
         report.series += 1
@@ -251,7 +200,7 @@ def detect(history: History, kernels: dict[str, Kernel], results_dir: Path, comm
     position = {commit: index for index, commit in enumerate(history.commits)}
     for (key, bad), group in groups.items():
         identity = notice_id(history.machine, key, bad)
-        cases = [_case_entry(found, confirmations, history.machine)
+        cases = [_case_entry(found, records, history.machine)
                  for found in sorted(group, key=lambda f: (f.series.case.kernel, f.series.case.shape))]
         last_good = group[0].last_good
         environment = _environment_changes(history, group)
@@ -308,11 +257,11 @@ def write_notices(path: Path, document: dict) -> None:
 
 def watch(results_dir: Path, repo: Path, kernels: dict[str, Kernel], commit_url: str | None = None
           ) -> dict[str, Report]:
-    """Detection over every machine of a results tree; HistoryError or ConfirmationsError, naming the file, when one
-    cannot be read."""
+    """Detection over every machine of a results tree; HistoryError or confirmations.ConfirmationsError, naming the
+    file, when one cannot be read."""
     commits = branch_commits(repo, configured_branch(repo))
     reports = {}
-    for machine in machines(results_dir):
+    for machine in resultstree.machines(results_dir):
         history = read_history(results_dir, machine, commits, kernels)
         reports[machine] = detect(history, kernels, results_dir, commit_url)
         if history.off_branch:

@@ -18,19 +18,13 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import asvsuite
+from .. import asvsuite, resultstree
 from ..asvsuite import SuiteCase
 from ..catalogue import Kernel
-
-# Files a machine's directory holds beside asv's run files (written by this package, never by asv).
-MACHINE_FILE = "machine.json"
-CONFIRMATIONS_FILE = "confirmations.json"
-BISECT_DIR = "bisect"
-NOT_RUN_FILES = {MACHINE_FILE, CONFIRMATIONS_FILE}
+from .changes import ChangeError, git
 
 
 class HistoryError(ValueError):
@@ -96,12 +90,11 @@ class History:
 
 def branch_commits(repo: Path, branch: str) -> list[str]:
     """Every commit of `branch` (first parents), oldest first; HistoryError when git cannot say."""
-    done = subprocess.run(["git", "-C", str(repo), "rev-list", "--first-parent", "--reverse", branch],
-                          check=False, capture_output=True, text=True)
-    if done.returncode:
-        raise HistoryError(f"cannot list the commits of {branch!r} in {repo}: {done.stderr.strip() or 'git failed'} "
-                           "(pass the repository the results were measured from, with that branch fetched)")
-    return done.stdout.split()
+    try:
+        return git(str(repo), "rev-list", "--first-parent", "--reverse", branch).split()
+    except ChangeError as exc:
+        raise HistoryError(f"cannot list the commits of {branch!r} in {repo}: {exc} (pass the repository the "
+                           "results were measured from, with that branch fetched)") from None
 
 
 def configured_branch(repo: Path) -> str:
@@ -125,7 +118,7 @@ def _read_runs(results_dir: Path, machine: str) -> list[asvsuite.RunReader]:
     directory = results_dir / machine
     runs = []
     for path in sorted(directory.glob("*.json")):
-        if path.name in NOT_RUN_FILES or path.name.startswith("."):
+        if not resultstree.is_run_file(path):
             continue
         try:
             runs.append(asvsuite.RunReader(Results.load(str(path), machine_name=machine)))
@@ -136,7 +129,7 @@ def _read_runs(results_dir: Path, machine: str) -> list[asvsuite.RunReader]:
 
 
 def machine_facets(results_dir: Path, machine: str) -> dict:
-    path = results_dir / machine / MACHINE_FILE
+    path = results_dir / machine / resultstree.MACHINE_FILE
     try:
         facets = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -144,10 +137,6 @@ def machine_facets(results_dir: Path, machine: str) -> dict:
     if not isinstance(facets, dict):
         raise HistoryError(f"{path}: not a JSON object")
     return facets
-
-
-def machines(results_dir: Path) -> list[str]:
-    return sorted(path.parent.name for path in Path(results_dir).glob("*/machine.json"))
 
 
 def _finite(value) -> float | None:

@@ -1,12 +1,13 @@
 """What `sgemm bisect` and `sgemm confirm` are asked to look at: a case at a size between a good and a bad commit, from
 the command line or from the notices file the change-point detector writes beside the site (notices.json).
 
-A notice, as read here (other fields are left to their other readers):
+A notice, as sgemm.judging.notices writes it and read here (other fields are left to their other readers):
     {"id": "...", "machine": "...", "state": "candidate" | ..., "cases": [{"case": "fp16/x", "size": 8192}, ...],
-     "last_good": "<sha>", "first_bad": "<sha>" | null, "range": ["<good sha>", "<bad sha>"]}
-`first_bad` is the first commit measured slower; where the detector could only place the step within a range it is
-null and `range` gives the range's good and bad ends. The file holds a list of notices, or an object whose
-"notices" is that list.
+     "last_good": "<sha>", "bad": "<sha>", ...}
+`bad` is the first commit measured slower and `last_good` the one measured before it: the step lies between them,
+whether they are neighbours on the branch (the notice's `first_bad` is then `bad`) or commits the machine did not
+measure lie between. A case of a non-square shape (its size null) is not one these commands time, and is passed by.
+The file holds a list of notices, or an object whose "notices" is that list.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-NOTICE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # also a file name: <results>/<machine>/bisect/<id>.json
+# Also a file name (sgemm.resultstree): <id>.json and <id>.state.json, so an id never ends in ".state".
+NOTICE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}(?<!\.state)")
 REVISION = re.compile(r"[0-9a-fA-F]{7,40}")
 CANDIDATE = "candidate"
 
@@ -81,17 +83,14 @@ def _targets(notice, path: Path, number: int) -> list[Target]:
     machine = _field(notice, "machine", where, lambda v: isinstance(v, str) and v, "a machine name")
     cases = _field(notice, "cases", where, lambda v: isinstance(v, list) and v, "a non-empty list of cases")
     good = _field(notice, "last_good", where, _revision, "a commit hash")
-    if notice.get("first_bad") is None:
-        ends = _field(notice, "range", where, lambda v: isinstance(v, list) and len(v) == 2 and all(map(_revision, v)),
-                      "[good, bad] (first_bad is null, so the notice must give its range)")
-        good, bad = ends
-    else:
-        bad = _field(notice, "first_bad", where, _revision, "a commit hash or null")
+    bad = _field(notice, "bad", where, _revision, "a commit hash")
     targets = []
     for entry in cases:
         if not isinstance(entry, dict):
             raise TargetError(f"{where}: a case is not an object with case and size")
         case = _field(entry, "case", where, lambda v: isinstance(v, str) and "/" in v, "a kernel name")
+        if entry.get("size", 0) is None:
+            continue
         size = _field(entry, "size", where, lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
                       "a positive whole number")
         targets.append(Target(notice_id, case, size, good, bad, machine, f"notice {notice_id} of {path}"))
@@ -103,6 +102,9 @@ def from_notice(path: Path, notice_id: str, case: str | None = None, size: int |
     for number, notice in enumerate(_notices(path), 1):
         if isinstance(notice, dict) and notice.get("id") == notice_id:
             targets = _targets(notice, path, number)
+            if not targets:
+                raise TargetError(f"notice {notice_id} has no square case: its cases are timed at shapes, which "
+                                  "bisect does not take")
             chosen = [t for t in targets if (case is None or t.case == case) and (size is None or t.size == size)]
             if not chosen:
                 listed = ", ".join(t.label for t in targets)

@@ -19,6 +19,7 @@ from .. import asvsuite
 from ..catalogue import Kernel, baseline
 from ..figures import Figures
 from ..gpu import Gpu
+from ..resultstree import machines
 from .report import (SM_CLOCK_NOTE, NoGemmResults, Point, ReportError, gpu_from_dict, palette, point_from_dict,
                      points_from_asv)
 
@@ -42,11 +43,11 @@ def _gpu_facts(results_dir: Path, machine: str, commit: str) -> tuple[int | None
 
 def gpu_runs(results_dir: Path) -> list[GpuRun]:
     """The newest Gemm run of every machine in the tree, in machine-name order."""
-    machines = sorted(p.parent.name for p in Path(results_dir).glob("*/machine.json"))
-    if not machines:
+    names = machines(results_dir)
+    if not names:
         raise ReportError(f"no asv machine directories in {results_dir}")
     runs = []
-    for machine in machines:
+    for machine in names:
         try:
             points, commit, facets = points_from_asv(Path(results_dir), machine)
         except NoGemmResults:

@@ -37,11 +37,10 @@ from pathlib import Path
 
 from .. import confirmations
 from ..atomic import write_atomically
+from ..resultstree import BISECT_FOLDER, MACHINE_FILE, is_run_file
 
 BENCHMARKS_FILE = "benchmarks.json"
-MACHINE_FILE = "machine.json"
 LOCK_SUFFIX = ".sgemm-lock"
-BISECT_FOLDER = "bisect"  # <machine>/bisect/<id>.json: sgemm bisect's results and states
 # The machine facets that say which GPU a directory's history belongs to (see machine.py).
 GPU_IDENTITY = ("gpu", "gpu_memory", "compute_capability")
 # benchmarks.json holds asv's file-format number under this key, beside the benchmarks.
@@ -165,7 +164,7 @@ def _read_run_file(path: Path, machine: str, problems: list[str] | None, lands: 
 def _run_files(tree: Path) -> Iterator[tuple[Path, str]]:
     """(path, machine) of every run file of an existing results tree."""
     for path in sorted(tree.glob("*/*.json")):
-        if path.name not in (MACHINE_FILE, confirmations.FILE) and not path.name.startswith("."):
+        if is_run_file(path):
             yield path, path.parent.name
 
 

@@ -36,7 +36,8 @@ from pathlib import Path, PurePosixPath
 
 from ..asvconf import write_asv_config
 from ..catalogue import Kernel
-from ..judging.notices import NOTICES_FILE, ConfirmationsError, Report, notices_document, watch, write_notices
+from ..confirmations import ConfirmationsError
+from ..judging.notices import NOTICES_FILE, Report, notices_document, watch, write_notices
 from ..judging.series import HistoryError
 from . import regressions
 from .crossgpu import report_across_gpus, unmeasured_size, write_no_gpu_page

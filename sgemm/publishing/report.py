@@ -17,6 +17,7 @@ from .. import asvsuite
 from ..catalogue import Kernel, Seed, baseline
 from ..figures import Figures, cell
 from ..gpu import Gpu
+from ..resultstree import MACHINE_FILE, machines
 
 POWER_NOTE = ("Board power: NVML's reading of the whole board's power draw, averaged over the readings taken between "
               "the timed launches of the case.")
@@ -36,15 +37,10 @@ class NoGemmResults(ReportError):
     """The results hold no Gemm figures of the machine (or commit) asked for: read, and found empty."""
 
 
-def machines_in(results_dir: Path) -> list[str]:
-    """The machines an asv results tree holds runs of (each has <machine>/machine.json), by name."""
-    return sorted(path.parent.name for path in Path(results_dir).glob("*/machine.json"))
-
-
 def check_results(results_dir: Path, shown: str) -> None:
     """ReportError unless `results_dir` holds some machine's asv results: said before the GPU is asked to name the
     machine, which a missing tree would otherwise be blamed on."""
-    if not machines_in(results_dir):
+    if not machines(results_dir):
         raise ReportError(f"--results {shown}: no asv results there (no <machine>/machine.json); pass the directory "
                           "that `asv run` or `sgemm merge` filled")
 
@@ -84,14 +80,14 @@ def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) 
     Returns the points, the commit hash, and the machine's asv entry (its facets).
     """
     machine_dir = Path(results_dir) / machine
-    if not (machine_dir / "machine.json").is_file():
-        known = machines_in(results_dir)
+    if not (machine_dir / MACHINE_FILE).is_file():
+        known = machines(results_dir)
         raise ReportError(f"no asv results for machine {machine!r} in {results_dir} (machines there: "
                           f"{', '.join(known) or 'none'})")
     try:
         found = [r for r in asvsuite.runs(Path(results_dir), machine, strict=True)
                  if r.values(asvsuite.GEMM, asvsuite.TFLOPS)]
-        facets = json.loads((machine_dir / "machine.json").read_text())
+        facets = json.loads((machine_dir / MACHINE_FILE).read_text())
     except (OSError, ValueError, KeyError) as exc:
         raise ReportError(f"cannot read the asv results in {machine_dir}: {exc}") from exc
     if commit:

@@ -53,8 +53,12 @@ def notices_file(tmp_path, notices) -> str:
 
 
 def notice(history, **fields):
+    """A notice as the detector writes it: `bad` the first commit measured slow, `first_bad` the same where no commit
+    lies between it and `last_good` (null otherwise)."""
     base = {"id": "n1", "machine": "gpu-box", "state": "candidate", "cases": [{"case": KERNEL, "size": SIZE}],
-            "last_good": history.commits[0], "first_bad": history.commits[-1]}
+            "last_good": history.commits[0], "bad": history.commits[-1], "first_bad": None}
+    if fields.get("first_bad"):
+        base["bad"] = fields["first_bad"]
     return base | fields
 
 
@@ -163,7 +167,7 @@ def test_a_bisect_of_a_notice_writes_its_result_under_the_machine(history, tmp_p
 
 def test_a_notice_without_first_bad_gives_its_range(history, tmp_path, capsys, stand_in):
     stand_in.update({commit: 1.01 for commit in history.commits[3:]})
-    ranged = notice(history, first_bad=None, range=[history.commits[1], history.commits[5]])
+    ranged = notice(history, first_bad=None, last_good=history.commits[1], bad=history.commits[5])
     status = bisect(history, tmp_path, "--notice", "n1", "--notices", notices_file(tmp_path, [ranged]))
     assert status == 0, capsys.readouterr().err
     result = json.loads((tmp_path / "results" / "gpu-box" / "bisect" / "n1.json").read_text())
@@ -173,10 +177,10 @@ def test_a_notice_without_first_bad_gives_its_range(history, tmp_path, capsys, s
 
 @pytest.mark.parametrize("notices, text", [
     ([], "no notice with id 'n1'"),
-    ([{"id": "n1", "machine": "gpu-box", "cases": [], "last_good": "a" * 40, "first_bad": "b" * 40}],
+    ([{"id": "n1", "machine": "gpu-box", "cases": [], "last_good": "a" * 40, "bad": "b" * 40}],
      "cases [] is not a non-empty list"),
     ([{"id": "n1", "machine": "gpu-box", "cases": [{"case": KERNEL, "size": SIZE}], "last_good": "a" * 40,
-       "first_bad": None}], "range None is not [good, bad]"),
+       "first_bad": None}], "bad None is not a commit hash"),
     ("not json", "not a readable JSON file"),
 ])
 def test_a_notice_that_cannot_be_used_is_refused(history, tmp_path, capsys, no_gpu, notices, text):

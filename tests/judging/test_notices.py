@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 from history_tree import MACHINE, Case, make_branch, write_history
 
-from sgemm import asvsuite
+from sgemm import asvsuite, confirmations, resultstree
 from sgemm.catalogue import load_catalogue
-from sgemm.judging.notices import (ConfirmationsError, check_commit_url, code_key, notices_document,
-                                   read_confirmations, watch, write_notices)
+from sgemm.judging.notices import check_commit_url, code_key, notices_document, watch, write_notices
 from sgemm.judging.series import HistoryError
 
 KERNELS = load_catalogue()
@@ -110,7 +109,7 @@ def confirm(tmp_path, commits, verdicts):
                 "verdict": verdict, "ratio": 1.0102, "interval": [1.008, 1.012], "confidence": 0.95,
                 "method": "paired in one process, L2 flushed", "measured_at": "2026-12-01T10:00:00Z"}
                for case, verdict in verdicts.items()]
-    (tmp_path / "results" / MACHINE / "confirmations.json").write_text(json.dumps({"confirmations": records}))
+    confirmations.append(confirmations.path_for(tmp_path / "results", MACHINE), records)
 
 
 @pytest.mark.parametrize(("verdicts", "state"), [
@@ -132,12 +131,30 @@ def test_a_bisect_result_is_shown_with_the_notice(tmp_path, branch):
     repo, commits = branch
     write_history(tmp_path / "results", commits, hopper_and_quiet())
     [notice] = notices(tmp_path, repo)
-    bisect = tmp_path / "results" / MACHINE / "bisect" / f"{notice['id']}.json"
-    bisect.parent.mkdir()
-    bisect.write_text(json.dumps({"id": notice["id"], "first_bad": commits[STEP_AT], "verdict": "DIFFERENT",
-                                  "builds": 5, "wall_s": 312.5}))
-    assert notices(tmp_path, repo)[0]["bisect"] == {"first_bad": commits[STEP_AT], "verdict": "DIFFERENT",
+    machine_dir = tmp_path / "results" / MACHINE
+    # A bisect under way has written its state alone: the notice has no result yet.
+    state = resultstree.bisect_state(machine_dir, notice["id"])
+    state.parent.mkdir()
+    state.write_text(json.dumps({"format": 1, "query": {}, "builds": [], "wall_s": 1.0, "steps": []}))
+    assert notices(tmp_path, repo)[0]["bisect"] is None
+    resultstree.bisect_result(machine_dir, notice["id"]).write_text(json.dumps(
+        {"id": notice["id"], "first_bad": commits[STEP_AT], "verdict": "FOUND", "builds": 5, "wall_s": 312.5}))
+    assert notices(tmp_path, repo)[0]["bisect"] == {"first_bad": commits[STEP_AT], "verdict": "FOUND",
                                                     "builds": 5, "wall_s": 312.5}
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"id": "another", "verdict": "FOUND"}',
+                                     '{"verdict": "DIFFERENT"}'])
+def test_a_bisect_result_that_is_not_one_stops_the_watch_by_name(tmp_path, branch, content):
+    repo, commits = branch
+    write_history(tmp_path / "results", commits, hopper_and_quiet())
+    [notice] = notices(tmp_path, repo)
+    path = resultstree.bisect_result(tmp_path / "results" / MACHINE, notice["id"])
+    path.parent.mkdir()
+    path.write_text(content.replace('"verdict": "DIFFERENT"', f'"id": "{notice["id"]}", "verdict": "DIFFERENT"'))
+    with pytest.raises(HistoryError, match="bisect") as raised:
+        watch(tmp_path / "results", repo, KERNELS)
+    assert str(path) in str(raised.value)
 
 
 def test_a_history_of_one_commit_has_nothing_to_detect_and_says_so(tmp_path, branch):
@@ -150,16 +167,17 @@ def test_a_history_of_one_commit_has_nothing_to_detect_and_says_so(tmp_path, bra
 
 @pytest.mark.parametrize(("content", "why"), [
     ("{not json", "not valid JSON"),
-    ('{"confirmations": {}}', "expected"),
-    ('{"confirmations": [{"case": "fp16/x"}]}', "lacks or mistypes"),
-    (('{"confirmations": [{"case": "x", "size": 8192, "good": "a", "bad": "b", "verdict": "SAME", "ratio": 1, '
-      '"interval": [1, 1], "confidence": 0.95, "method": "m", "measured_at": "t"}]}'), "40-hex"),
+    ('{"confirmations": [{"case": "fp16/x"}]}', "lacks"),
+    (('{"confirmations": [{"case": "fp16/x", "size": 8192, "good": "a", "bad": "b", "verdict": "SAME", '
+      '"ratio": 1, "interval": [1, 1], "confidence": 0.95, "method": "m", "measured_at": "t"}]}'), "commit hash"),
 ])
-def test_a_corrupt_confirmations_file_is_refused_by_name_and_left_as_it_is(tmp_path, content, why):
-    path = tmp_path / "confirmations.json"
+def test_a_corrupt_confirmations_file_stops_the_watch_by_name_and_is_left_as_it_is(tmp_path, branch, content, why):
+    repo, commits = branch
+    write_history(tmp_path / "results", commits, hopper_and_quiet())
+    path = confirmations.path_for(tmp_path / "results", MACHINE)
     path.write_text(content)
-    with pytest.raises(ConfirmationsError, match=why) as raised:
-        read_confirmations(path)
+    with pytest.raises(confirmations.ConfirmationsError, match=why) as raised:
+        watch(tmp_path / "results", repo, KERNELS)
     assert str(path) in str(raised.value) and path.read_text() == content
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from sgemm import resultstree
 from sgemm.publishing.merge import MergeError, merge_results
 
 SUITE = """
@@ -297,6 +298,22 @@ def test_confirmations_are_joined_record_by_record_and_bisect_files_the_newest_k
     before = tree(dest)
     merge_results([box], dest)
     assert tree(dest) == before, "merging again changes nothing"
+
+
+def test_a_bisect_result_and_its_state_are_merged_as_two_files(two_boxes, tmp_path):
+    machine = "nvidia-h100-80gb-hbm3"
+    dest, box = tmp_path / "merged", tmp_path / "box"
+    merge_results([two_boxes[machine]], dest)
+    resultstree.bisect_state(dest / machine, "n1").parent.mkdir()
+    resultstree.bisect_state(dest / machine, "n1").write_text(json.dumps({"updated_at": "2026-11-24T00:00"}))
+    shutil.copytree(two_boxes[machine], box)
+    # The box resumed the bisect from the published state and finished it: a newer state and a result.
+    resultstree.bisect_state(box / machine, "n1").parent.mkdir()
+    resultstree.bisect_state(box / machine, "n1").write_text(json.dumps({"updated_at": "2026-11-25T00:00"}))
+    resultstree.bisect_result(box / machine, "n1").write_text(json.dumps({"id": "n1", "finished_at": "2026-11-25"}))
+    merge_results([box], dest)
+    assert json.loads(resultstree.bisect_state(dest / machine, "n1").read_text()) == {"updated_at": "2026-11-25T00:00"}
+    assert json.loads(resultstree.bisect_result(dest / machine, "n1").read_text())["id"] == "n1"
 
 
 def test_a_corrupt_confirmations_file_stops_the_merge_before_anything_is_written(two_boxes, tmp_path):
