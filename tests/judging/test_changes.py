@@ -284,10 +284,8 @@ def test_an_undeclared_deletion_is_a_problem(repo, retired):
 def test_a_selected_kernel_that_no_suite_shape_fits_is_a_problem(repo):
     base = commit(repo)
     head = commit(repo, lambda r: replace_in(r / "sgemm" / "catalogue.toml",
-                                             'kTransposedA>"\nblock_threads = [256, 1]\nblock_tile = [128, 128]\n'
-                                             'multiple_of = { m = 1, n = 4, k = 4 }',
-                                             'kTransposedA>"\nblock_threads = [256, 1]\nblock_tile = [128, 128]\n'
-                                             'multiple_of = { m = 3000, n = 4, k = 4 }'))
+                                             'kTransposedA>"\nmultiple_of = { m = 1, n = 4, k = 4 }',
+                                             'kTransposedA>"\nmultiple_of = { m = 3000, n = 4, k = 4 }'))
     selection = select_kernels(str(repo), base, head)
     assert selection.kernels == ("fp32/cublas", "fp32/float4")
     [message] = selection.undeclared
