@@ -57,7 +57,7 @@ struct LaunchGeometry {
     int block_threads[2];  // blockDim x, y
     int block_tile[2];  // rows, cols of C a block computes (per tile it takes, for a persistent grid)
     int cluster[3];  // blocks per thread-block cluster
-    int shared_bytes;  // dynamic shared memory a block needs
+    int shared_memory;  // dynamic shared memory a block needs
     int stages;  // K steps of TMA tiles the shared memory holds at once (0 where nothing comes by TMA)
     // The descriptors of A, B and C the kernel takes after its other arguments, in that order; a box left out
     // (all zeros) is an operand the kernel takes no descriptor for.
@@ -80,6 +80,6 @@ __host__ __device__ constexpr bool is_cluster(const LaunchGeometry& geometry, in
 
 // The geometry of a kernel that runs in no cluster, takes no TMA descriptor and no dynamic shared memory.
 __host__ __device__ constexpr bool is_plain(const LaunchGeometry& geometry) {
-    return is_cluster(geometry, 1, 1, 1) && geometry.shared_bytes == 0 && geometry.stages == 0 &&
+    return is_cluster(geometry, 1, 1, 1) && geometry.shared_memory == 0 && geometry.stages == 0 &&
            is_box(geometry.tma[0], 0, 0, 0) && is_box(geometry.tma[1], 0, 0, 0) && is_box(geometry.tma[2], 0, 0, 0);
 }

@@ -150,7 +150,7 @@ gemm_mma(int M, int N, int K, float alpha, const __half* __restrict__ A, int lda
     constexpr LaunchGeometry kStated = gemm_mma_geometry<BM, BN, BK, WM, WN, FEATURES>;
     static_assert(is_pair(kStated.block_threads, THREADS, 1), "block_threads: not the block this kernel indexes");
     static_assert(is_pair(kStated.block_tile, BM, BN), "block_tile: not the tile this kernel computes");
-    static_assert(is_plain(kStated), "cluster, shared_bytes, stages, tma: this kernel uses none of them");
+    static_assert(is_plain(kStated), "cluster, shared_memory, stages, tma: this kernel uses none of them");
     constexpr int MMA_ROWS = WM / 16;  // mma tiles per warp tile, down
     constexpr int MMA_COLS = WN / 8;   // and across
     constexpr int K_STEPS = BK / 8;

@@ -30,7 +30,7 @@ gemm_wmma(int M, int N, int K, float alpha, const __half* __restrict__ A, int ld
     constexpr LaunchGeometry kStated = gemm_wmma_geometry<TILE_M, TILE_N, TILE_K>;
     static_assert(is_pair(kStated.block_threads, kWarpThreads, 1), "block_threads: not the block this kernel indexes");
     static_assert(is_pair(kStated.block_tile, TILE_M, TILE_N), "block_tile: not the tile this kernel computes");
-    static_assert(is_plain(kStated), "cluster, shared_bytes, stages, tma: this kernel uses none of them");
+    static_assert(is_plain(kStated), "cluster, shared_memory, stages, tma: this kernel uses none of them");
 
     const int tile_row = blockIdx.y * TILE_M;
     const int tile_col = blockIdx.x * TILE_N;

@@ -27,9 +27,10 @@ gemm_shared_tile(int M, int N, int K, float alpha, const float* __restrict__ A, 
     static_assert((TILE_M * TILE_K) % THREADS == 0 && (TILE_K * TILE_N) % THREADS == 0,
                   "every thread must load the same number of A and B elements per slice");
     constexpr LaunchGeometry kStated = gemm_shared_tile_geometry<TILE_M, TILE_N, TILE_K, ROWS, COLS, PAD>;
-    static_assert(is_pair(kStated.block_threads, THREADS_X, THREADS_Y), "block_threads: not the block this kernel indexes");
+    static_assert(is_pair(kStated.block_threads, THREADS_X, THREADS_Y),
+                  "block_threads: not the block this kernel indexes");
     static_assert(is_pair(kStated.block_tile, TILE_M, TILE_N), "block_tile: not the tile this kernel computes");
-    static_assert(is_plain(kStated), "cluster, shared_bytes, stages, tma: this kernel uses none of them");
+    static_assert(is_plain(kStated), "cluster, shared_memory, stages, tma: this kernel uses none of them");
 
     __shared__ float As[TILE_M][TILE_K + PAD];
     __shared__ float Bs[TILE_K][TILE_N + PAD];

@@ -43,7 +43,7 @@ gemm_thread_tile(int M, int N, int K, float alpha, const float* __restrict__ A, 
     constexpr LaunchGeometry kStated = gemm_thread_tile_geometry<BM, BN, BK, TM, TN, FEATURES>;
     static_assert(is_pair(kStated.block_threads, THREADS, 1), "block_threads: not the block this kernel indexes");
     static_assert(is_pair(kStated.block_tile, BM, BN), "block_tile: not the tile this kernel computes");
-    static_assert(is_plain(kStated), "cluster, shared_bytes, stages, tma: this kernel uses none of them");
+    static_assert(is_plain(kStated), "cluster, shared_memory, stages, tma: this kernel uses none of them");
 
     __shared__ float As[STAGES][BM][BK];
     __shared__ float Bs[STAGES][TRANSPOSED_B ? BN : BK][TRANSPOSED_B ? BK : BN];

@@ -63,7 +63,7 @@ gemm_vectorized(int M, int N, int K, float alpha, const float* __restrict__ A, i
     constexpr LaunchGeometry kStated = gemm_vectorized_geometry<BM, BN, BK, TM, TN, FEATURES>;
     static_assert(is_pair(kStated.block_threads, THREADS, 1), "block_threads: not the block this kernel indexes");
     static_assert(is_pair(kStated.block_tile, BM, BN), "block_tile: not the tile this kernel computes");
-    static_assert(is_plain(kStated), "cluster, shared_bytes, stages, tma: this kernel uses none of them");
+    static_assert(is_plain(kStated), "cluster, shared_memory, stages, tma: this kernel uses none of them");
 
     __shared__ __align__(16) float As[STAGES][TRANSPOSED_A ? BK : BM][TRANSPOSED_A ? BM : BK];
     __shared__ __align__(16) float Bs[STAGES][BK][BN];

@@ -57,7 +57,7 @@ gemm_warptile(int M, int N, int K, float alpha, const float* __restrict__ A, int
     constexpr LaunchGeometry kStated = gemm_warptile_geometry<BM, BN, BK, WM, WN, WN_ITERS, TM, TN, THREADS>;
     static_assert(is_pair(kStated.block_threads, THREADS, 1), "block_threads: not the block this kernel indexes");
     static_assert(is_pair(kStated.block_tile, BM, BN), "block_tile: not the tile this kernel computes");
-    static_assert(is_plain(kStated), "cluster, shared_bytes, stages, tma: this kernel uses none of them");
+    static_assert(is_plain(kStated), "cluster, shared_memory, stages, tma: this kernel uses none of them");
 
     __shared__ __align__(16) float As[BK][BM + A_PAD];
     __shared__ __align__(16) float Bs[BK][BN];

@@ -111,8 +111,8 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
     static_assert(is_pair(kStated.block_threads, L::kThreads, 1), "block_threads: not this kernel's warpgroups");
     static_assert(is_pair(kStated.block_tile, kBM, kBN), "block_tile: not the tile this kernel computes");
     static_assert(is_cluster(kStated, CLUSTER_M, 1, 1), "cluster: not this kernel's __cluster_dims__");
-    static_assert(kStated.shared_bytes == L::kSharedBytes && kStated.stages == STAGES,
-                  "shared_bytes, stages: not this kernel's ring of stages");
+    static_assert(kStated.shared_memory == L::kSharedBytes, "shared_memory: not what this kernel's ring takes");
+    static_assert(kStated.stages == STAGES, "stages: not this kernel's slots");
     static_assert(is_box(kStated.tma[0], kBM, kBK, kSwizzleBytes) &&
                       is_box(kStated.tma[1], kBK, L::kChunkCols, kSwizzleBytes) &&
                       is_box(kStated.tma[2], L::kStoreRows, L::kStoreCols, kSwizzleBytes),
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
 
     extern __shared__ __align__(1024) unsigned char shared[];
     if (threadIdx.x == 0 && (dynamic_shared_bytes() != L::kSharedBytes || shared_address(shared) % 1024)) {
-        __trap();  // the catalogue's shared_memory or the alignment the swizzle needs is wrong: fail, never compute
+        __trap();  // the launch's shared memory or the alignment the swizzle needs is wrong: fail, never compute
     }
     auto* full = reinterpret_cast<unsigned long long*>(shared + L::kBarrierOffset);
     auto* empty = full + STAGES;

@@ -55,15 +55,15 @@ __global__ void __launch_bounds__(TmaTiles<T, BM, BN, WARPGROUPS>::kThreads)
     static_assert(is_pair(kStated.block_threads, Tiles::kThreads, 1), "block_threads: not this kernel's warpgroups");
     static_assert(is_pair(kStated.block_tile, BM, BN), "block_tile: not the tile this kernel computes");
     static_assert(is_cluster(kStated, 1, 1, 1), "cluster: this kernel runs in no cluster");
-    static_assert(kStated.shared_bytes == Tiles::kSharedBytes && kStated.stages == 1,
-                  "shared_bytes, stages: one stage of tiles and its barrier");
+    static_assert(kStated.shared_memory == Tiles::kSharedBytes, "shared_memory: not one stage of tiles and a barrier");
+    static_assert(kStated.stages == 1, "stages: this kernel holds one K step at a time");
     static_assert(is_box(kStated.tma[0], BM, Tiles::kBK, kSwizzleBytes) &&
                       is_box(kStated.tma[1], Tiles::kBK, Tiles::kChunkCols, kSwizzleBytes) &&
                       is_box(kStated.tma[2], 0, 0, 0),
                   "tma: not the boxes this kernel copies (A's tile, B's column chunks; C is written directly)");
     extern __shared__ __align__(1024) unsigned char shared[];
     if (threadIdx.x == 0 && (dynamic_shared_bytes() != Tiles::kSharedBytes || shared_address(shared) % 1024)) {
-        __trap();  // the catalogue's shared_memory or the alignment the swizzle needs is wrong: fail, never compute
+        __trap();  // the launch's shared memory or the alignment the swizzle needs is wrong: fail, never compute
     }
     T* a_tile = reinterpret_cast<T*>(shared);
     T* b_tile = reinterpret_cast<T*>(shared + Tiles::kABytes);
@@ -90,7 +90,8 @@ __global__ void __launch_bounds__(TmaTiles<T, BM, BN, WARPGROUPS>::kThreads)
             tma_load(a_tile, &a_map, loaded, k0, tile_m);
 #pragma unroll
             for (int c = 0; c < Tiles::kChunks; ++c)
-                tma_load(b_tile + c * Tiles::kBK * Tiles::kChunkCols, &b_map, loaded, tile_n + Tiles::kChunkCols * c, k0);
+                tma_load(b_tile + c * Tiles::kBK * Tiles::kChunkCols, &b_map, loaded, tile_n + Tiles::kChunkCols * c,
+                         k0);
         }
         mbarrier_wait(loaded, parity);
         parity ^= 1;

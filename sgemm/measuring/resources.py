@@ -235,11 +235,11 @@ def geometry_problems(kernel: Kernel, geometry: Geometry, compiled: CompiledGeom
         problems.append(f"{name}: shared_memory {geometry.shared_memory} bytes of dynamic and {static_shared_bytes} "
                         f"of static shared memory: a block has 0 to {MAX_SHARED_BYTES}")
     if geometry.tma:
-        problems += _tma_problems(kernel, geometry, threads)
+        problems += _tma_problems(kernel, geometry, threads, stated_by_kernel)
     return problems
 
 
-def _tma_problems(kernel: Kernel, geometry: Geometry, threads: int) -> list[str]:
+def _tma_problems(kernel: Kernel, geometry: Geometry, threads: int, stated_by_kernel: bool) -> list[str]:
     """A TMA kernel's boxes against its tile and each other, its shared memory against its stages, its threads
     against its warpgroups, and the shapes its entry admits against its tiles (it has no edge handling)."""
     name, problems = kernel.name, []
@@ -258,7 +258,9 @@ def _tma_problems(kernel: Kernel, geometry: Geometry, threads: int) -> list[str]
     if "C" in boxes and (rows % boxes["C"][0] or cols % boxes["C"][1]):
         problems.append(f"{name}: tma.C.box {list(boxes['C'])} does not divide the {rows}x{cols} tile")
     needed = geometry.stages * (rows * step * kernel.element_bytes("A") + step * cols * kernel.element_bytes("B"))
-    if geometry.stages < 1:
+    if geometry.stages < 1 and not stated_by_kernel:
+        pass  # an older catalogue does not say how many stages its kernel holds
+    elif geometry.stages < 1:
         problems.append(f"{name}: stages {geometry.stages}: a kernel that copies by TMA holds at least one")
     elif geometry.shared_memory < needed:
         problems.append(f"{name}: shared_memory {geometry.shared_memory} bytes, where its {geometry.stages} stage(s) "
