@@ -528,8 +528,13 @@ def test_past_catalogues_still_load(tmp_path: Path):
 
 FIXTURE_SOURCE = """// Test fixture: one thread per element of C, K walked in order; any shape.
 // Tile parameters: BX x BY threads, a BX x BY tile of C per block.
+#include "common.cuh"
+
 template <int BX, int BY>
-__global__ void gemm_fixture(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+__device__ constexpr LaunchGeometry gemm_fixture_geometry = {{BX, BY}, {BY, BX}, {1, 1, 1}};
+
+template <int BX, int BY>
+__global__ void __launch_bounds__(BX * BY) gemm_fixture(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
                              float beta, float* C, int ldc) {
     const int row = blockIdx.y * BY + threadIdx.y;
     const int col = blockIdx.x * BX + threadIdx.x;
@@ -548,9 +553,7 @@ FIXTURE_ENTRY = """
 name = "fp32/fixture"
 technique = "test fixture: one thread per C element"
 source = "fp32_fixture.cu"
-entry = "gemm_fixture<16, 16>"
-block_threads = [16, 16]
-block_tile = [16, 16]
+entry = "gemm_fixture<16, 8>"
 multiple_of = { m = 1, n = 1, k = 1 }
 min_compute_capability = 70
 origins = [{ seed = "001_62eeff6f76076a98.txt", label = "fixture step" }]
@@ -562,7 +565,7 @@ from benchmarks import bench_gemm
 from sgemm import catalogue, sourcetree
 from sgemm.asvsuite import cases_for
 from sgemm.publishing.report import seed_kernels
-from sgemm.measuring.resources import usage_table
+from sgemm.measuring.resources import launch_geometry, usage_table
 
 kernels = catalogue.load_catalogue()
 seed = next(s for s in catalogue.seeds() if s.number == "001")
@@ -571,6 +574,7 @@ print(json.dumps({
     "suite": "fixture" in bench_gemm.Gemm.params[0],
     "report": [label for label, kernel in seed_kernels(seed, kernels) if kernel.name == "fp32/fixture"],
     "registers": usage.registers,
+    "geometry": [list(launch_geometry(kernels["fp32/fixture"]).block_tile)],
     "gate cases": [c.label for c in cases_for([kernels["fp32/fixture"]], [1024], [], [])],
 }))
 """
@@ -609,6 +613,7 @@ def test_a_kernel_is_one_source_file_and_one_catalogue_entry(tmp_path, monkeypat
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["suite"] and seen["report"] == ["fixture step"] and seen["registers"] > 0
+    assert seen["geometry"] == [[8, 16]]  # the kernel's own: BY rows of BX columns
     assert seen["gate cases"] == ["fp32/fixture 1024x1024x1024"]
     selection = select_kernels(str(tmp_path), base, head)
     assert selection.reasons["fp32/fixture"] == "new kernel" and "fp32/fixture" in selection.kernels

@@ -27,8 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..atomic import write_atomically
-from ..catalogue import (GEOMETRY_FIELDS, MAX_SHARED_BYTES, TMA_OPERANDS, Geometry, Kernel, TmaOperand,
-                         architectures, tma_problem)
+from ..catalogue import MAX_SHARED_BYTES, TMA_OPERANDS, Geometry, Kernel, TmaOperand, architectures, tma_problem
 from .build import BuildError, kernel_source, nvrtc_options
 
 ARCHITECTURES = tuple(architectures())

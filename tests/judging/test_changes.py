@@ -306,3 +306,37 @@ def test_unknown_commit(repo):
     commit(repo)
     with pytest.raises(ChangeError, match="'nope' is not a commit"):
         resolve_commit(str(repo), "nope")
+
+
+# A table shared by several precisions
+
+
+def test_an_edited_table_of_two_precisions_selects_both_as_the_loader_makes_them(repo):
+    base = commit(repo)
+    head = commit(repo, lambda r: replace_in(r / "sgemm" / "catalogue.toml", 'name = "wgmma_tma_wide"\n',
+                                             'name = "wgmma_tma_wide"\nmay_spill = true\n'))
+    selection = select_kernels(str(repo), base, head)
+    assert changed_only(selection) == {"fp16/wgmma_tma_wide", "bf16/wgmma_tma_wide"}
+    assert selection.reasons["bf16/wgmma_tma_wide"] == "catalogue entry changed"
+    assert set(selection.controls) == {"fp16/cublas", "bf16/cublas"} and not selection.undeclared
+
+
+def test_a_kernel_moved_into_a_shared_table_is_one_name_at_base_and_head(repo):
+    """Writing fp16/x and bf16/x as one table keeps both names: nothing removed, nothing new, no rename to declare."""
+    catalogue_file = repo / "sgemm" / "catalogue.toml"
+    shared = catalogue_file.read_text()
+    fp16 = shared.replace('name = "wgmma_tma"\nprecisions = ["fp16", "bf16"]\n', 'name = "fp16/wgmma_tma"\n').replace(
+        "gemm_wgmma_tma<{input}, 128, 128, 1>", "gemm_wgmma_tma<__half, 128, 128, 1>")
+    bf16 = '\n[[kernel]]\nname = "bf16/wgmma_tma"\n' + _table_body(shared, "wgmma_tma").replace("{input}",
+                                                                                               "__nv_bfloat16")
+    base = commit(repo, lambda r: catalogue_file.write_text(fp16 + bf16))
+    head = commit(repo, lambda r: catalogue_file.write_text(shared))
+    selection = select_kernels(str(repo), base, head)
+    assert not selection.removed and not selection.renamed and not selection.undeclared
+    assert "fp16/wgmma_tma" not in selection.reasons and "bf16/wgmma_tma" not in selection.reasons
+
+
+def _table_body(text: str, name: str) -> str:
+    """A [[kernel]] table's fields after its name and precisions."""
+    table = text.split(f'[[kernel]]\nname = "{name}"\n', 1)[1].split("\n[[kernel]]", 1)[0]
+    return table.split("\n", 1)[1]  # past the precisions line
