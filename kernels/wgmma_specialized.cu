@@ -24,7 +24,8 @@
 //   <T, 4, 1, 0>, persistent grid                                                    wgmma_persistent
 //   <T, 4, 2, 0>, persistent grid         2-block clusters, B multicast              wgmma_cluster
 //   <T, 4, 2, kGroupedOrder | kTmaStore>, persistent grid                             wgmma_grouped_tma_store
-// Every instantiation takes the descriptor of C; only kTmaStore reads it.
+// Every instantiation takes the descriptor of C; only kTmaStore reads it. The launch takes threads, tile, cluster,
+// shared memory and TMA boxes from gemm_wgmma_specialized_geometry.
 // Shapes: M a multiple of 128 * CLUSTER_M, N of 256, K of 64; row strides multiples of 8 elements (the TMA's 16-byte
 // stride rule). Needs sm_90a (compute capability 9.0 exactly).
 // Ladder: builds on wgmma_tma_wide.

@@ -6,7 +6,7 @@
 // before the tiles are overwritten. Loads and tensor-core work take turns: nothing overlaps within a block, only
 // across the blocks an SM holds at once. The accumulators stay in registers; the epilogue writes them to C directly.
 // Tile parameters: BM x BN per block, BK = 64 (one 128-byte swizzle row of FP16/BF16), WARPGROUPS x 128 threads;
-// wgmma n = BN (128 or 256).
+// wgmma n = BN (128 or 256). The launch takes them, the shared memory and the TMA boxes from gemm_wgmma_tma_geometry.
 // Catalogue:
 //   <T, 128, 128, 1>   one warpgroup, two m64n128 wgmmas per k16                   wgmma_tma
 //   <T, 128, 256, 2>   two warpgroups of 64 x 256: larger tile, more warps         wgmma_tma_wide

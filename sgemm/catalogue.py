@@ -687,7 +687,8 @@ def load_precisions(path: Path = CATALOGUE_PATH) -> dict[str, Precision]:
 
 
 def load_catalogue(path: Path = CATALOGUE_PATH, kernel_dir: Path = KERNEL_DIR) -> dict[str, Kernel]:
-    """All kernels by name, in file order. Raises CatalogueError naming the first bad entry."""
+    """All kernels by name, in file order (a table of several precisions gives a kernel for each, in the order it
+    lists them). Raises CatalogueError naming the first bad entry."""
     data = _read(path)
     precisions = load_precisions(path)
     suite = _suite(path)
