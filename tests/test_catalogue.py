@@ -534,8 +534,9 @@ template <int BX, int BY>
 __device__ constexpr LaunchGeometry gemm_fixture_geometry = {{BX, BY}, {BY, BX}, {1, 1, 1}};
 
 template <int BX, int BY>
-__global__ void __launch_bounds__(BX * BY) gemm_fixture(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
-                             float beta, float* C, int ldc) {
+__global__ void __launch_bounds__(BX * BY)
+gemm_fixture(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+             float beta, float* C, int ldc) {
     const int row = blockIdx.y * BY + threadIdx.y;
     const int col = blockIdx.x * BX + threadIdx.x;
     if (row >= M || col >= N) {
