@@ -129,6 +129,9 @@ __device__ __forceinline__ void mma_m16n8k8(float (&acc)[4], const unsigned (&a)
 }
 
 template <int BM, int BN, int BK, int WM, int WN, unsigned FEATURES>
+__device__ constexpr LaunchGeometry gemm_mma_geometry = {{(BM / WM) * (BN / WN) * 32, 1}, {BM, BN}, {1, 1, 1}};
+
+template <int BM, int BN, int BK, int WM, int WN, unsigned FEATURES>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 gemm_mma(int M, int N, int K, float alpha, const __half* __restrict__ A, int lda, const __half* __restrict__ B,
          int ldb, float beta, float* __restrict__ C, int ldc) {
@@ -144,6 +147,10 @@ gemm_mma(int M, int N, int K, float alpha, const __half* __restrict__ A, int lda
     static_assert(!UNROLLED || BK % 32 == 0, "x4 ldmatrix takes two k steps of A and four of B at once");
     constexpr int WARPS_N = BN / WN;
     constexpr int THREADS = (BM / WM) * WARPS_N * 32;
+    constexpr LaunchGeometry kStated = gemm_mma_geometry<BM, BN, BK, WM, WN, FEATURES>;
+    static_assert(is_pair(kStated.block_threads, THREADS, 1), "block_threads: not the block this kernel indexes");
+    static_assert(is_pair(kStated.block_tile, BM, BN), "block_tile: not the tile this kernel computes");
+    static_assert(is_plain(kStated), "cluster, shared_memory, stages, tma: this kernel uses none of them");
     constexpr int MMA_ROWS = WM / 16;  // mma tiles per warp tile, down
     constexpr int MMA_COLS = WN / 8;   // and across
     constexpr int K_STEPS = BK / 8;

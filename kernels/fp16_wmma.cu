@@ -11,14 +11,26 @@
 #include <cuda_fp16.h>
 #include <mma.h>
 
+#include "common.cuh"
+
+constexpr int kWarpThreads = 32;
+
 template <int TILE_M, int TILE_N, int TILE_K>
-__global__ void __launch_bounds__(32)
+__device__ constexpr LaunchGeometry gemm_wmma_geometry = {{kWarpThreads, 1}, {TILE_M, TILE_N}, {1, 1, 1}};
+
+template <int TILE_M, int TILE_N, int TILE_K>
+__global__ void __launch_bounds__(kWarpThreads)
 gemm_wmma(int M, int N, int K, float alpha, const __half* __restrict__ A, int lda, const __half* __restrict__ B,
           int ldb, float beta, float* __restrict__ C, int ldc) {
     using namespace nvcuda;
     // The FP16 fragment shapes whose fragments stay 256-bit aligned when every dimension is a multiple of 16.
     static_assert(TILE_K == 16 && ((TILE_M == 16 && TILE_N == 16) || (TILE_M == 8 && TILE_N == 32)),
                   "unsupported WMMA fragment shape");
+
+    constexpr LaunchGeometry kStated = gemm_wmma_geometry<TILE_M, TILE_N, TILE_K>;
+    static_assert(is_pair(kStated.block_threads, kWarpThreads, 1), "block_threads: not the block this kernel indexes");
+    static_assert(is_pair(kStated.block_tile, TILE_M, TILE_N), "block_tile: not the tile this kernel computes");
+    static_assert(is_plain(kStated), "cluster, shared_memory, stages, tma: this kernel uses none of them");
 
     const int tile_row = blockIdx.y * TILE_M;
     const int tile_col = blockIdx.x * TILE_N;

@@ -11,9 +11,18 @@
 #include "common.cuh"
 
 template <int BLOCK_X, int BLOCK_Y, int COLS>
+__device__ constexpr LaunchGeometry gemm_naive_geometry = {{BLOCK_X, BLOCK_Y}, {BLOCK_Y, BLOCK_X * COLS}, {1, 1, 1}};
+
+template <int BLOCK_X, int BLOCK_Y, int COLS>
 __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y)
 gemm_naive(int M, int N, int K, float alpha, const float* __restrict__ A, int lda, const float* __restrict__ B,
            int ldb, float beta, float* __restrict__ C, int ldc) {
+    constexpr LaunchGeometry kStated = gemm_naive_geometry<BLOCK_X, BLOCK_Y, COLS>;
+    static_assert(is_pair(kStated.block_threads, BLOCK_X, BLOCK_Y), "block_threads: not the block this kernel indexes");
+    static_assert(is_pair(kStated.block_tile, BLOCK_Y, BLOCK_X * COLS),
+                  "block_tile: not the tile this kernel computes");
+    static_assert(is_plain(kStated), "cluster, shared_memory, stages, tma: this kernel uses none of them");
+
     const int row = blockIdx.y * BLOCK_Y + threadIdx.y;
     const int first_col = blockIdx.x * BLOCK_X * COLS + threadIdx.x;
     if (row >= M || first_col >= N) return;

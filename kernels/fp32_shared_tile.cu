@@ -15,6 +15,10 @@
 #include "common.cuh"
 
 template <int TILE_M, int TILE_N, int TILE_K, int ROWS, int COLS, int PAD>
+__device__ constexpr LaunchGeometry gemm_shared_tile_geometry = {
+    {TILE_N / COLS, TILE_M / ROWS}, {TILE_M, TILE_N}, {1, 1, 1}};
+
+template <int TILE_M, int TILE_N, int TILE_K, int ROWS, int COLS, int PAD>
 __global__ void __launch_bounds__((TILE_M / ROWS) * (TILE_N / COLS))
 gemm_shared_tile(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                  const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
@@ -22,6 +26,12 @@ gemm_shared_tile(int M, int N, int K, float alpha, const float* __restrict__ A, 
     constexpr int THREADS_X = TILE_N / COLS, THREADS_Y = TILE_M / ROWS, THREADS = THREADS_X * THREADS_Y;
     static_assert((TILE_M * TILE_K) % THREADS == 0 && (TILE_K * TILE_N) % THREADS == 0,
                   "every thread must load the same number of A and B elements per slice");
+    constexpr LaunchGeometry kStated = gemm_shared_tile_geometry<TILE_M, TILE_N, TILE_K, ROWS, COLS, PAD>;
+    static_assert(is_pair(kStated.block_threads, THREADS_X, THREADS_Y),
+                  "block_threads: not the block this kernel indexes");
+    static_assert(is_pair(kStated.block_tile, TILE_M, TILE_N), "block_tile: not the tile this kernel computes");
+    static_assert(is_plain(kStated), "cluster, shared_memory, stages, tma: this kernel uses none of them");
+
     __shared__ float As[TILE_M][TILE_K + PAD];
     __shared__ float Bs[TILE_K][TILE_N + PAD];
 

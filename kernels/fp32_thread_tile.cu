@@ -23,6 +23,9 @@
 constexpr unsigned kCacheFragments = 1, kTransposedB = 2, kDoubleBuffer = 4;
 
 template <int BM, int BN, int BK, int TM, int TN, unsigned FEATURES>
+__device__ constexpr LaunchGeometry gemm_thread_tile_geometry = {{(BM / TM) * (BN / TN), 1}, {BM, BN}, {1, 1, 1}};
+
+template <int BM, int BN, int BK, int TM, int TN, unsigned FEATURES>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))
 gemm_thread_tile(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                  const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
@@ -36,6 +39,11 @@ gemm_thread_tile(int M, int N, int K, float alpha, const float* __restrict__ A, 
     constexpr int A_LOADS = BM * BK / THREADS;
     constexpr int B_LOADS = BK * BN / THREADS;
     constexpr int STAGES = DOUBLE_BUFFER ? 2 : 1;
+
+    constexpr LaunchGeometry kStated = gemm_thread_tile_geometry<BM, BN, BK, TM, TN, FEATURES>;
+    static_assert(is_pair(kStated.block_threads, THREADS, 1), "block_threads: not the block this kernel indexes");
+    static_assert(is_pair(kStated.block_tile, BM, BN), "block_tile: not the tile this kernel computes");
+    static_assert(is_plain(kStated), "cluster, shared_memory, stages, tma: this kernel uses none of them");
 
     __shared__ float As[STAGES][BM][BK];
     __shared__ float Bs[STAGES][TRANSPOSED_B ? BN : BK][TRANSPOSED_B ? BK : BN];

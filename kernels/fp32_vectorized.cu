@@ -37,6 +37,9 @@ __device__ __forceinline__ float4 load4(const float* row, int index, int limit) 
 }
 
 template <int BM, int BN, int BK, int TM, int TN, unsigned FEATURES>
+__device__ constexpr LaunchGeometry gemm_vectorized_geometry = {{(BM / TM) * (BN / TN), 1}, {BM, BN}, {1, 1, 1}};
+
+template <int BM, int BN, int BK, int TM, int TN, unsigned FEATURES>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))
 gemm_vectorized(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
@@ -56,6 +59,11 @@ gemm_vectorized(int M, int N, int K, float alpha, const float* __restrict__ A, i
     // A thread's columns: GROUPS runs of 4, GROUP_STRIDE apart.
     constexpr int GROUPS = TN / 4;
     constexpr int GROUP_STRIDE = SPLIT_B ? BN / 2 : 4;
+
+    constexpr LaunchGeometry kStated = gemm_vectorized_geometry<BM, BN, BK, TM, TN, FEATURES>;
+    static_assert(is_pair(kStated.block_threads, THREADS, 1), "block_threads: not the block this kernel indexes");
+    static_assert(is_pair(kStated.block_tile, BM, BN), "block_tile: not the tile this kernel computes");
+    static_assert(is_plain(kStated), "cluster, shared_memory, stages, tma: this kernel uses none of them");
 
     __shared__ __align__(16) float As[STAGES][TRANSPOSED_A ? BK : BM][TRANSPOSED_A ? BM : BK];
     __shared__ __align__(16) float Bs[STAGES][BK][BN];

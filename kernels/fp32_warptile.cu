@@ -28,6 +28,9 @@ __device__ __forceinline__ void load_fragment(float* dst, const float* src) {
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int WN_ITERS, int TM, int TN, int THREADS>
+__device__ constexpr LaunchGeometry gemm_warptile_geometry = {{THREADS, 1}, {BM, BN}, {1, 1, 1}};
+
+template <int BM, int BN, int BK, int WM, int WN, int WN_ITERS, int TM, int TN, int THREADS>
 __global__ void __launch_bounds__(THREADS)
 gemm_warptile(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
               const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
@@ -50,6 +53,11 @@ gemm_warptile(int M, int N, int K, float alpha, const float* __restrict__ A, int
     // (a multiple of 32) the BK / 4 threads sharing a row of A hit one bank. Four floats of padding halve that
     // conflict for BK = 16 and keep every row 16-byte aligned for the float4 fragment reads.
     constexpr int A_PAD = 4;
+
+    constexpr LaunchGeometry kStated = gemm_warptile_geometry<BM, BN, BK, WM, WN, WN_ITERS, TM, TN, THREADS>;
+    static_assert(is_pair(kStated.block_threads, THREADS, 1), "block_threads: not the block this kernel indexes");
+    static_assert(is_pair(kStated.block_tile, BM, BN), "block_tile: not the tile this kernel computes");
+    static_assert(is_plain(kStated), "cluster, shared_memory, stages, tma: this kernel uses none of them");
 
     __shared__ __align__(16) float As[BK][BM + A_PAD];
     __shared__ __align__(16) float Bs[BK][BN];

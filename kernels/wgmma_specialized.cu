@@ -24,7 +24,8 @@
 //   <T, 4, 1, 0>, persistent grid                                                    wgmma_persistent
 //   <T, 4, 2, 0>, persistent grid         2-block clusters, B multicast              wgmma_cluster
 //   <T, 4, 2, kGroupedOrder | kTmaStore>, persistent grid                             wgmma_grouped_tma_store
-// Every instantiation takes the descriptor of C; only kTmaStore reads it.
+// Every instantiation takes the descriptor of C; only kTmaStore reads it. The launch takes threads, tile, cluster,
+// shared memory and TMA boxes from gemm_wgmma_specialized_geometry.
 // Shapes: M a multiple of 128 * CLUSTER_M, N of 256, K of 64; row strides multiples of 8 elements (the TMA's 16-byte
 // stride rule). Needs sm_90a (compute capability 9.0 exactly).
 // Ladder: builds on wgmma_tma_wide.
@@ -38,13 +39,15 @@ struct RingLayout {
     static constexpr int kBM = 128, kBN = 256, kBK = 64;
     static constexpr int kConsumers = 2;
     static constexpr int kThreads = (1 + kConsumers) * kWarpgroupThreads;
-    static constexpr int kChunks = kBN / 64;  // B's 64-column chunks
+    static constexpr int kChunkCols = 64;  // B's tile is copied in chunks of 64 columns: one 128-byte swizzle row
+    static constexpr int kChunks = kBN / kChunkCols;
     static constexpr int kABytes = kBM * kBK * static_cast<int>(sizeof(T));
-    static constexpr int kChunkElements = kBK * 64;
+    static constexpr int kChunkElements = kBK * kChunkCols;
     static constexpr int kChunkBytes = kChunkElements * static_cast<int>(sizeof(T));
     static constexpr int kStageBytes = kABytes + kChunks * kChunkBytes;
     static constexpr int kStoreCols = kSwizzleBytes / 4;  // FP32 columns per TMA store: one swizzled row
-    static constexpr int kStoreElements = 64 * kStoreCols;
+    static constexpr int kStoreRows = 64;  // a compute warpgroup's rows of C
+    static constexpr int kStoreElements = kStoreRows * kStoreCols;
     static constexpr int kStoreBytes = (FEATURES & kTmaStore) ? kConsumers * 2 * kStoreElements * 4 : 0;
     static constexpr int kBarrierOffset = STAGES * kStageBytes + kStoreBytes;
     static constexpr int kSharedBytes = kBarrierOffset + 2 * STAGES * 8;  // + a full and an empty barrier a slot
@@ -58,6 +61,19 @@ struct RingLayout {
     static_assert(kLoaderRegisters * kWarpgroupThreads + kComputeRegisters * kConsumers * kWarpgroupThreads <= 65536,
                   "the register file holds 64K registers");
 };
+
+// One stage: A's tile in one box, B's in kChunks boxes of kChunkCols columns; C leaves, with kTmaStore, in
+// kStoreRows x kStoreCols boxes (every instantiation takes C's descriptor).
+template <typename T, int STAGES, int CLUSTER_M, unsigned FEATURES>
+__device__ constexpr LaunchGeometry gemm_wgmma_specialized_geometry = {
+    {RingLayout<T, STAGES, FEATURES>::kThreads, 1},
+    {RingLayout<T, STAGES, FEATURES>::kBM, RingLayout<T, STAGES, FEATURES>::kBN},
+    {CLUSTER_M, 1, 1},
+    RingLayout<T, STAGES, FEATURES>::kSharedBytes,
+    STAGES,
+    {{RingLayout<T, STAGES, FEATURES>::kBM, RingLayout<T, STAGES, FEATURES>::kBK, kSwizzleBytes},
+     {RingLayout<T, STAGES, FEATURES>::kBK, RingLayout<T, STAGES, FEATURES>::kChunkCols, kSwizzleBytes},
+     {RingLayout<T, STAGES, FEATURES>::kStoreRows, RingLayout<T, STAGES, FEATURES>::kStoreCols, kSwizzleBytes}}};
 
 struct TileOfWork {
     int cluster_row;  // in units of CLUSTER_M tiles of 128 rows
@@ -92,10 +108,20 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
     static_assert((FEATURES & ~(kGroupedOrder | kTmaStore)) == 0, "unknown feature bit");
     static_assert(L::kChunks % CLUSTER_M == 0, "the blocks of a cluster split B's column chunks evenly");
     constexpr int kBM = L::kBM, kBN = L::kBN, kBK = L::kBK;
+    constexpr LaunchGeometry kStated = gemm_wgmma_specialized_geometry<T, STAGES, CLUSTER_M, FEATURES>;
+    static_assert(is_pair(kStated.block_threads, L::kThreads, 1), "block_threads: not this kernel's warpgroups");
+    static_assert(is_pair(kStated.block_tile, kBM, kBN), "block_tile: not the tile this kernel computes");
+    static_assert(is_cluster(kStated, CLUSTER_M, 1, 1), "cluster: not this kernel's __cluster_dims__");
+    static_assert(kStated.shared_memory == L::kSharedBytes, "shared_memory: not what this kernel's ring takes");
+    static_assert(kStated.stages == STAGES, "stages: not this kernel's slots");
+    static_assert(is_box(kStated.tma[0], kBM, kBK, kSwizzleBytes) &&
+                      is_box(kStated.tma[1], kBK, L::kChunkCols, kSwizzleBytes) &&
+                      is_box(kStated.tma[2], L::kStoreRows, L::kStoreCols, kSwizzleBytes),
+                  "tma: not the boxes this kernel copies (A's tile, B's column chunks, C's store boxes)");
 
     extern __shared__ __align__(1024) unsigned char shared[];
     if (threadIdx.x == 0 && (dynamic_shared_bytes() != L::kSharedBytes || shared_address(shared) % 1024)) {
-        __trap();  // the catalogue's shared_memory or the alignment the swizzle needs is wrong: fail, never compute
+        __trap();  // the launch's shared memory or the alignment the swizzle needs is wrong: fail, never compute
     }
     auto* full = reinterpret_cast<unsigned long long*>(shared + L::kBarrierOffset);
     auto* empty = full + STAGES;

@@ -6,7 +6,7 @@
 // before the tiles are overwritten. Loads and tensor-core work take turns: nothing overlaps within a block, only
 // across the blocks an SM holds at once. The accumulators stay in registers; the epilogue writes them to C directly.
 // Tile parameters: BM x BN per block, BK = 64 (one 128-byte swizzle row of FP16/BF16), WARPGROUPS x 128 threads;
-// wgmma n = BN (128 or 256).
+// wgmma n = BN (128 or 256). The launch takes them, the shared memory and the TMA boxes from gemm_wgmma_tma_geometry.
 // Catalogue:
 //   <T, 128, 128, 1>   one warpgroup, two m64n128 wgmmas per k16                   wgmma_tma
 //   <T, 128, 256, 2>   two warpgroups of 64 x 256: larger tile, more warps         wgmma_tma_wide
@@ -19,11 +19,13 @@
 template <typename T, int BM, int BN, int WARPGROUPS>
 struct TmaTiles {
     static constexpr int kBK = 64;
+    static constexpr int kThreads = WARPGROUPS * kWarpgroupThreads;
     static constexpr int kRows = BM / WARPGROUPS;  // rows of C per warpgroup
     static constexpr int kMmasM = kRows / 64;
-    static constexpr int kChunks = BN / 64;  // B's 64-column chunks
+    static constexpr int kChunkCols = 64;  // B's tile is copied in chunks of 64 columns: one 128-byte swizzle row
+    static constexpr int kChunks = BN / kChunkCols;
     static constexpr int kABytes = BM * kBK * static_cast<int>(sizeof(T));
-    static constexpr int kChunkBytes = kBK * 64 * static_cast<int>(sizeof(T));
+    static constexpr int kChunkBytes = kBK * kChunkCols * static_cast<int>(sizeof(T));
     static constexpr int kStepBytes = kABytes + kChunks * kChunkBytes;
     static constexpr int kSharedBytes = kStepBytes + 8;  // the tiles, then the barrier
     static_assert(sizeof(T) == 2, "wgmma here takes FP16 or BF16 inputs: 64 of them fill a 128-byte swizzle row");
@@ -33,14 +35,35 @@ struct TmaTiles {
                   "every tile starts on a 1024-byte swizzle atom");
 };
 
+// One stage: A's tile in one box, B's in kChunks boxes of kChunkCols columns.
 template <typename T, int BM, int BN, int WARPGROUPS>
-__global__ void __launch_bounds__(WARPGROUPS * kWarpgroupThreads)
+__device__ constexpr LaunchGeometry gemm_wgmma_tma_geometry = {
+    {TmaTiles<T, BM, BN, WARPGROUPS>::kThreads, 1},
+    {BM, BN},
+    {1, 1, 1},
+    TmaTiles<T, BM, BN, WARPGROUPS>::kSharedBytes,
+    1,
+    {{BM, TmaTiles<T, BM, BN, WARPGROUPS>::kBK, kSwizzleBytes},
+     {TmaTiles<T, BM, BN, WARPGROUPS>::kBK, TmaTiles<T, BM, BN, WARPGROUPS>::kChunkCols, kSwizzleBytes}}};
+
+template <typename T, int BM, int BN, int WARPGROUPS>
+__global__ void __launch_bounds__(TmaTiles<T, BM, BN, WARPGROUPS>::kThreads)
     gemm_wgmma_tma(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta, float* C,
                    int ldc, const __grid_constant__ TensorMap a_map, const __grid_constant__ TensorMap b_map) {
     using Tiles = TmaTiles<T, BM, BN, WARPGROUPS>;
+    constexpr LaunchGeometry kStated = gemm_wgmma_tma_geometry<T, BM, BN, WARPGROUPS>;
+    static_assert(is_pair(kStated.block_threads, Tiles::kThreads, 1), "block_threads: not this kernel's warpgroups");
+    static_assert(is_pair(kStated.block_tile, BM, BN), "block_tile: not the tile this kernel computes");
+    static_assert(is_cluster(kStated, 1, 1, 1), "cluster: this kernel runs in no cluster");
+    static_assert(kStated.shared_memory == Tiles::kSharedBytes, "shared_memory: not one stage of tiles and a barrier");
+    static_assert(kStated.stages == 1, "stages: this kernel holds one K step at a time");
+    static_assert(is_box(kStated.tma[0], BM, Tiles::kBK, kSwizzleBytes) &&
+                      is_box(kStated.tma[1], Tiles::kBK, Tiles::kChunkCols, kSwizzleBytes) &&
+                      is_box(kStated.tma[2], 0, 0, 0),
+                  "tma: not the boxes this kernel copies (A's tile, B's column chunks; C is written directly)");
     extern __shared__ __align__(1024) unsigned char shared[];
     if (threadIdx.x == 0 && (dynamic_shared_bytes() != Tiles::kSharedBytes || shared_address(shared) % 1024)) {
-        __trap();  // the catalogue's shared_memory or the alignment the swizzle needs is wrong: fail, never compute
+        __trap();  // the launch's shared memory or the alignment the swizzle needs is wrong: fail, never compute
     }
     T* a_tile = reinterpret_cast<T*>(shared);
     T* b_tile = reinterpret_cast<T*>(shared + Tiles::kABytes);
@@ -67,7 +90,8 @@ __global__ void __launch_bounds__(WARPGROUPS * kWarpgroupThreads)
             tma_load(a_tile, &a_map, loaded, k0, tile_m);
 #pragma unroll
             for (int c = 0; c < Tiles::kChunks; ++c)
-                tma_load(b_tile + c * Tiles::kBK * 64, &b_map, loaded, tile_n + 64 * c, k0);
+                tma_load(b_tile + c * Tiles::kBK * Tiles::kChunkCols, &b_map, loaded, tile_n + Tiles::kChunkCols * c,
+                         k0);
         }
         mbarrier_wait(loaded, parity);
         parity ^= 1;

@@ -16,21 +16,41 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CATALOGUE_PATH = Path(__file__).with_name("catalogue.toml")
-# The element types a precision may name, and their sizes in bytes.
-ELEMENT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+@dataclass(frozen=True)
+class ElementFormat:
+    """An element type a precision may name: its size, and how CUDA C++ spells it (what `{input}` or `{output}` in
+    an entry becomes). How the GPU side holds it is sgemm/measuring/elements.py, keyed by the same names."""
+
+    bytes: int
+    cxx: str
+
+
+ELEMENT_FORMATS = {"fp32": ElementFormat(4, "float"), "fp16": ElementFormat(2, "__half"),
+                   "bf16": ElementFormat(2, "__nv_bfloat16")}
 ACCUMULATE_TYPES = ("fp32", "fp16")  # what cuBLAS can sum products in for these inputs
+
+# Every kernel takes A (M x K), B (K x N) and C (M x N), each row-major: an operand's (rows, columns) as dimensions of
+# the problem. The order is also the order a kernel receives their TMA descriptors in, after its other arguments.
+OPERAND_DIMS = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n")}
+TMA_OPERANDS = tuple(OPERAND_DIMS)
 
 MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y
 MAX_SHARED_BYTES = 227 * 1024  # the most shared memory a block may have on sm_90 (dynamic and static together)
 GRID_RULES = ("tiles", "persistent")
-TMA_OPERANDS = ("A", "B", "C")  # the order a kernel receives their descriptors in, after its other arguments
 TMA_SWIZZLES = (0, 32, 64, 128)  # bytes; 0: none
 MAX_TMA_BOX = 256  # elements along each dimension of a TMA box
 
 # Which fields of a [[kernel]] table a kernel must have; what each may hold is _KERNEL_FIELDS (below).
-_REQUIRED = {"name", "technique", "min_compute_capability"}
-_COMPILED = {"source", "entry", "block_threads", "block_tile", "multiple_of"}
-_LAUNCH = {"shared_memory", "cluster", "grid", "tma", "target"}
+_REQUIRED = {"name", "technique"}
+_COMPILED = {"source", "entry", "multiple_of"}
+# The launch geometry. A kernel states it in its source (gemm_x_geometry, read from the compiled program); older
+# catalogues state it here, and a field still written here is held against the kernel's own value.
+GEOMETRY_FIELDS = ("block_threads", "block_tile", "cluster", "shared_memory", "tma")
+_LAUNCH = {"grid", "target"}
+# Placeholders an entry may hold, filled from its precision: the C++ element types of A and B, and of C.
+_ENTRY_PLACEHOLDERS = {"{input}": "input", "{output}": "output"}
 
 
 def _default_kernel_dir() -> Path:
@@ -64,7 +84,7 @@ class Precision:
     """A [[precision]] table: the element types of a GEMM, its baseline kernel, its error bound and its peak rate."""
 
     name: str  # e.g. "bf16": the first part of its kernels' names
-    input: str  # element type of A and B (a key of ELEMENT_BYTES)
+    input: str  # element type of A and B (a key of ELEMENT_FORMATS)
     accumulate: str  # the type products are summed in
     output: str  # element type of C
     baseline: str  # the kernel every kernel of this precision is measured against (cuBLAS), and the gate's control
@@ -97,6 +117,31 @@ class TmaOperand:
 
 
 @dataclass(frozen=True)
+class Geometry:
+    """How a compiled kernel is launched: what the kernel states of itself (its gemm_x_geometry), or what an older
+    catalogue entry stated for it."""
+
+    block_threads: tuple[int, int]  # blockDim x, y
+    block_tile: tuple[int, int]  # rows, cols of C a block computes (per tile it takes, for a persistent kernel)
+    cluster: tuple[int, int, int] = (1, 1, 1)  # blocks per thread-block cluster
+    shared_memory: int = 0  # dynamic shared memory per block, in bytes
+    tma: tuple[TmaOperand, ...] = ()  # in the order of TMA_OPERANDS
+    stages: int = 0  # K steps of TMA tiles the shared memory holds at once (0: none, or not stated)
+
+    def block(self) -> tuple[int, int, int]:
+        return (*self.block_threads, 1)
+
+    def tiles(self, m: int, n: int) -> tuple[int, int]:
+        """Tiles of C across N and down M."""
+        rows, cols = self.block_tile
+        return math.ceil(n / cols), math.ceil(m / rows)
+
+    def value(self, field: str):
+        """A field by its catalogue name."""
+        return getattr(self, field)
+
+
+@dataclass(frozen=True)
 class Kernel:
     name: str
     technique: str
@@ -106,18 +151,17 @@ class Kernel:
     library: str | None = None
     source: str | None = None
     entry: str | None = None
-    block_threads: tuple[int, int] = (1, 1)
-    block_tile: tuple[int, int] = (1, 1)
     multiple_of: tuple[int, int, int] = (1, 1, 1)
     pitch: int = 1  # rows of A, B and C are allocated padded to a multiple of this many elements
     may_spill: bool = False  # ptxas may spill registers for this kernel without failing the resource check
     renamed_from: tuple[str, ...] = ()  # the names this kernel had before: the gate compares it with them at base
     sizes: tuple[int, ...] = ()  # the square sizes the asv suite times it at
-    shared_memory: int = 0  # dynamic shared memory per block, in bytes
-    cluster: tuple[int, int, int] = (1, 1, 1)  # blocks per thread-block cluster
     grid_rule: str = "tiles"  # "tiles": a block per tile of C; "persistent": as many blocks as the GPU holds at once
-    tma: tuple[TmaOperand, ...] = ()  # in the order of TMA_OPERANDS
     target: str | None = None  # an architecture-specific target (e.g. "sm_90a"): compiled for it alone
+    # The geometry fields its entry writes, (field, value) in GEOMETRY_FIELDS order: all of them in an older
+    # catalogue, whose kernels state none; none in this one. The launch takes the kernel's own geometry and holds
+    # these against it (sgemm/measuring/resources.py).
+    stated: tuple[tuple[str, object], ...] = ()
     # The source tree it is built from: this package's kernels, or those of another commit (the gate and the history
     # build one kernel from two trees and time the builds side by side).
     kernel_dir: Path = KERNEL_DIR
@@ -156,7 +200,9 @@ class Kernel:
         return None
 
     def shape_problem(self, m: int, n: int, k: int) -> str | None:
-        """Why this kernel cannot compute an M x N x K product, or None if it can."""
+        """Why this kernel cannot compute an M x N x K product by what its entry says, or None. What its launch
+        geometry adds (grid limits, clusters, TMA strides) is launch_problem; sgemm.measuring.launch.shape_problem
+        asks both."""
         if min(m, n, k) < 1:
             return f"M, N, K must be at least 1 (got {m}x{n}x{k})"
         for dim, size, multiple in zip("MNK", (m, n, k), self.multiple_of):
@@ -164,51 +210,66 @@ class Kernel:
                 return f"{self.name} needs {dim} to be a multiple of {multiple} (got {dim}={size})"
         if self.library:
             return None
-        tiles = self.tiles(m, n)
+        if max(rows * stride for (rows, _), stride in zip(
+                (operand_shape(operand, m, n, k) for operand in OPERAND_DIMS), self.leading_dimensions(m, n, k))) \
+                >= 2**31:
+            return f"{self.name} indexes its matrices with 32-bit ints: {m}x{n}x{k} has more than 2^31 elements"
+        return None
+
+    def launch_problem(self, geometry: Geometry, m: int, n: int, k: int) -> str | None:
+        """Why this kernel, launched with this geometry, cannot compute an M x N x K product, or None."""
+        tiles = geometry.tiles(m, n)
+        cluster = geometry.cluster
         if self.grid_rule == "tiles" and tiles[1] > MAX_GRID_Y:
             return f"{self.name} puts M on the grid's y axis, which allows {MAX_GRID_Y} blocks: M={m} needs more"
-        if self.grid_rule == "tiles" and (tiles[0] % self.cluster[0] or tiles[1] % self.cluster[1]):
-            return (f"{self.name} runs in clusters of {self.cluster[0]}x{self.cluster[1]} blocks: its "
+        if self.grid_rule == "tiles" and (tiles[0] % cluster[0] or tiles[1] % cluster[1]):
+            return (f"{self.name} runs in clusters of {cluster[0]}x{cluster[1]} blocks: its "
                     f"{tiles[0]}x{tiles[1]} tiles at {m}x{n}x{k} do not divide into them")
-        if (tiles[0] * tiles[1]) % math.prod(self.cluster):
-            return (f"{self.name} runs in clusters of {math.prod(self.cluster)} blocks: its {tiles[0] * tiles[1]} "
+        if (tiles[0] * tiles[1]) % math.prod(cluster):
+            return (f"{self.name} runs in clusters of {math.prod(cluster)} blocks: its {tiles[0] * tiles[1]} "
                     f"tiles at {m}x{n}x{k} do not divide into them")
-        lda, ldb, ldc = self.leading_dimensions(m, n, k)
-        if max(m * lda, k * ldb, m * ldc) >= 2**31:
-            return f"{self.name} indexes its matrices with 32-bit ints: {m}x{n}x{k} has more than 2^31 elements"
-        strides = dict(zip(TMA_OPERANDS, (lda, ldb, ldc)))
-        for copy in self.tma:
+        strides = dict(zip(OPERAND_DIMS, self.leading_dimensions(m, n, k)))
+        for copy in geometry.tma:
             stride_bytes = strides[copy.operand] * self.element_bytes(copy.operand)
             if stride_bytes % 16:
                 return (f"{self.name} copies {copy.operand} with the TMA, whose row stride must be a multiple of 16 "
                         f"bytes: {stride_bytes} at {m}x{n}x{k}")
         return None
 
-    def element_bytes(self, operand: str) -> int:
-        """Bytes per element of A, B or C."""
-        return ELEMENT_BYTES[self.types.element_type(operand)]
-
-    def leading_dimensions(self, m: int, n: int, k: int) -> tuple[int, int, int]:
-        """Row strides (in elements) of A, B and C: K, N, N rounded up to the pitch."""
-        return tuple(math.ceil(size / self.pitch) * self.pitch for size in (k, n, n))
-
-    def tiles(self, m: int, n: int) -> tuple[int, int]:
-        """Tiles of C across N and down M."""
-        rows, cols = self.block_tile
-        return math.ceil(n / cols), math.ceil(m / rows)
-
-    def grid(self, m: int, n: int, resident_blocks: int | None = None) -> tuple[int, int, int]:
+    def grid(self, geometry: Geometry, m: int, n: int, resident_blocks: int | None = None) -> tuple[int, int, int]:
         """The launch grid: a block per tile (x over N, y over M), or for a persistent kernel as many blocks as the
         GPU holds at once (`resident_blocks`, a multiple of the cluster), never more than there are tiles."""
-        across, down = self.tiles(m, n)
+        across, down = geometry.tiles(m, n)
         if self.grid_rule == "tiles":
             return (across, down, 1)
         if not resident_blocks:
             raise ValueError(f"{self.name} has a persistent grid: how many blocks the GPU holds at once is needed")
         return (min(resident_blocks, across * down), 1, 1)
 
-    def block(self) -> tuple[int, int, int]:
-        return (*self.block_threads, 1)
+    def element_bytes(self, operand: str) -> int:
+        """Bytes per element of A, B or C."""
+        return ELEMENT_FORMATS[self.types.element_type(operand)].bytes
+
+    def leading_dimensions(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        """Row strides (in elements) of A, B and C: their columns rounded up to the pitch."""
+        return tuple(math.ceil(cols / self.pitch) * self.pitch
+                     for _, cols in (operand_shape(operand, m, n, k) for operand in OPERAND_DIMS))
+
+    @property
+    def stated_geometry(self) -> Geometry | None:
+        """The geometry its entry states whole (an older catalogue's: threads and tile, the rest defaulted as such a
+        catalogue meant them), or None."""
+        stated = dict(self.stated)
+        if not {"block_threads", "block_tile"} <= stated.keys():
+            return None
+        return Geometry(**stated)
+
+
+def operand_shape(operand: str, m: int, n: int, k: int) -> tuple[int, int]:
+    """(rows, columns) of A, B or C in an M x N x K product."""
+    sizes = {"m": m, "n": n, "k": k}
+    rows, cols = OPERAND_DIMS[operand]
+    return sizes[rows], sizes[cols]
 
 
 # --- What each table's fields must hold -----------------------------------------------------------------------------
@@ -366,9 +427,9 @@ _FILE_FIELDS = {
 
 _PRECISION_FIELDS = {
     "name": matching(r"[a-z0-9]+", "must be lower-case letters and digits"),
-    "input": one_of(tuple(ELEMENT_BYTES)),
+    "input": one_of(tuple(ELEMENT_FORMATS)),
     "accumulate": one_of(ACCUMULATE_TYPES),
-    "output": one_of(tuple(ELEMENT_BYTES)),
+    "output": one_of(tuple(ELEMENT_FORMATS)),
     "baseline": nonempty_str,
     "tolerance": _kind("must be a relative error between 0 and 1, such as 1e-4",
                        lambda v: isinstance(v, float) and 0 < v < 1),
@@ -439,20 +500,42 @@ def _sizes(name: str, own: tuple[int, ...] | None, suite: dict) -> tuple[int, ..
     return suite.get("kernel_sizes", every) if own is None else own
 
 
+def tma_problem(name: str, types: Precision, copy: TmaOperand) -> str | None:
+    """What the TMA cannot do with this box, or None; the message names the kernel and the field."""
+    if max(copy.box) > MAX_TMA_BOX:
+        return f"{name}: tma.{copy.operand}.box {list(copy.box)}: at most {MAX_TMA_BOX} a dimension"
+    if copy.swizzle not in TMA_SWIZZLES:
+        return f"{name}: tma.{copy.operand}.swizzle {copy.swizzle} must be one of {TMA_SWIZZLES} bytes"
+    row_bytes = copy.box[1] * ELEMENT_FORMATS[types.element_type(copy.operand)].bytes
+    if copy.swizzle and row_bytes > copy.swizzle:
+        return (f"{name}: tma.{copy.operand}: a row of the box ({row_bytes} bytes) must fit the {copy.swizzle}-byte "
+                "swizzle")
+    return None
+
+
 def _tma(name: str, copies: dict[str, dict], types: Precision) -> tuple[TmaOperand, ...]:
-    made = []
-    for operand in TMA_OPERANDS:
-        if operand not in copies:
-            continue
-        box, swizzle = copies[operand]["box"], copies[operand]["swizzle"]
-        if max(box) > MAX_TMA_BOX:
-            raise CatalogueError(f"{name}: tma.{operand}.box {list(box)}: at most {MAX_TMA_BOX} a dimension")
-        row_bytes = box[1] * ELEMENT_BYTES[types.element_type(operand)]
-        if swizzle and row_bytes > swizzle:
-            raise CatalogueError(f"{name}: tma.{operand}: a row of the box ({row_bytes} bytes) must fit the "
-                                 f"{swizzle}-byte swizzle")
-        made.append(TmaOperand(operand, box, swizzle))
-    return tuple(made)
+    made = tuple(TmaOperand(operand, copies[operand]["box"], copies[operand]["swizzle"])
+                 for operand in TMA_OPERANDS if operand in copies)
+    for copy in made:
+        if problem := tma_problem(name, types, copy):
+            raise CatalogueError(problem)
+    return made
+
+
+def _stated(name: str, fields: dict, types: Precision) -> tuple[tuple[str, object], ...]:
+    """The geometry fields the entry writes, built as Geometry holds them."""
+    built = {"tma": lambda copies: _tma(name, copies, types)}
+    return tuple((field, built.get(field, lambda value: value)(fields[field]))
+                 for field in GEOMETRY_FIELDS if field in fields)
+
+
+def _min_compute_capability(name: str, fields: dict) -> int:
+    """The entry's own, or that of its architecture-specific target (sm_90a: 90), which is the least it runs on."""
+    if "min_compute_capability" in fields:
+        return fields["min_compute_capability"]
+    if "target" in fields:
+        return int(fields["target"][3:-1])
+    raise CatalogueError(f"{name}: missing fields ['min_compute_capability'] (or a target such as 'sm_90a')")
 
 
 def _kernel_from_table(number: int, table: dict, kernel_dir: Path, precisions: dict[str, Precision],
@@ -466,14 +549,14 @@ def _kernel_from_table(number: int, table: dict, kernel_dir: Path, precisions: d
     common = dict(
         name=name,
         technique=fields["technique"],
-        min_compute_capability=fields["min_compute_capability"],
+        min_compute_capability=_min_compute_capability(name, fields),
         types=types,
         origins=fields.get("origins", ()),
         renamed_from=_renamed_from(name, fields.get("renamed_from", ())),
         sizes=_sizes(name, fields.get("sizes"), suite),
     )
     if "library" in fields:
-        if extra := fields.keys() & (_COMPILED | _LAUNCH | {"pitch", "may_spill"}):
+        if extra := fields.keys() & (_COMPILED | _LAUNCH | set(GEOMETRY_FIELDS) | {"pitch", "may_spill"}):
             raise CatalogueError(f"{name}: a library kernel has no {sorted(extra)}")
         return Kernel(library=fields["library"], **common)
 
@@ -481,22 +564,79 @@ def _kernel_from_table(number: int, table: dict, kernel_dir: Path, precisions: d
         raise CatalogueError(f"{name}: a compiled kernel needs {sorted(missing)}")
     if not (kernel_dir / fields["source"]).is_file():
         raise CatalogueError(f"{name}: source {fields['source']!r} is not in {kernel_dir}")
+    if leftover := re.search(r"\{[^}]*\}", fields["entry"]):
+        raise CatalogueError(f"{name}: entry {fields['entry']!r} holds {leftover[0]}; an entry may hold "
+                             f"{' and '.join(_ENTRY_PLACEHOLDERS)} (the precision's element types) alone")
     return Kernel(
         kernel_dir=kernel_dir,
         source=fields["source"],
         entry=fields["entry"],
-        block_threads=fields["block_threads"],
-        block_tile=fields["block_tile"],
         multiple_of=fields["multiple_of"],
         pitch=fields.get("pitch", 1),
         may_spill=fields.get("may_spill", False),
-        shared_memory=fields.get("shared_memory", 0),
-        cluster=fields.get("cluster", (1, 1, 1)),
         grid_rule=fields.get("grid", "tiles"),
         target=fields.get("target"),
-        tma=_tma(name, fields.get("tma", {}), types),
+        stated=_stated(name, fields, types),
         **common,
     )
+
+
+_PRECISIONS_FIELD = list_of(matching(r"[a-z0-9]+", "must be a precision's name"),
+                            "must be a non-empty list of precisions such as [\"fp16\", \"bf16\"]", nonempty=True)
+
+
+def kernel_tables(data: dict) -> list[tuple[int, dict]]:
+    """The file's [[kernel]] tables as one table a kernel, each with the number of the table it comes from.
+
+    A table with `precisions = ["fp16", "bf16"]` is one kernel in each of them: it becomes a table per precision,
+    named "<precision>/<name>" (so each keeps the history of the kernel it was before it was shared), whose entry has
+    {input} and {output} filled with the precision's element types as CUDA C++ spells them, and whose renamed_from
+    names are that precision's. Any table's entry has its placeholders filled where its precision is known.
+    The gate's change selection reads a commit's kernels through this too, so both see the same twins.
+    """
+    spelled = {table.get("name"): {key: ELEMENT_FORMATS[table[key]].cxx for key in ("input", "output")
+                                   if table.get(key) in ELEMENT_FORMATS}
+               for table in data.get("precision", []) if isinstance(table, dict)}
+    made = []
+    for number, table in enumerate(data.get("kernel", []), start=1):
+        if not isinstance(table, dict) or "precisions" not in table:
+            made.append((number, _filled(table, spelled.get(str(table.get("name", "")).partition("/")[0], {}))
+                         if isinstance(table, dict) else table))
+            continue
+        where = _label("kernel", number, table.get("name"))
+        shared = _checked(where, {key: table[key] for key in ("precisions",)}, {"precisions": _PRECISIONS_FIELD},
+                          {"precisions"})["precisions"]
+        family = table.get("name")
+        if not isinstance(family, str) or not re.fullmatch(r"[^/\s]+", family):
+            raise CatalogueError(f"{where}: a table with precisions names the kernel without its precision "
+                                 f"(name = \"wgmma_tma\"), got {family!r}")
+        if len(set(shared)) != len(shared):
+            raise CatalogueError(f"{where}: precisions lists a precision twice: {list(shared)}")
+        if len(shared) > 1 and "{input}" not in str(table.get("entry", "{input}")):
+            raise CatalogueError(f"{where}: entry {table.get('entry')!r} must name the element type as {{input}}: "
+                                 f"it is compiled for each of {list(shared)}")
+        for precision in shared:
+            if precision not in spelled:
+                raise CatalogueError(f"{precision}/{family}: precisions names {precision!r}, which no [[precision]] "
+                                     "table defines")
+            twin = {key: value for key, value in table.items() if key != "precisions"}
+            twin["name"] = f"{precision}/{family}"
+            old = twin.get("renamed_from")
+            if isinstance(old, (str, list)):
+                twin["renamed_from"] = [f"{precision}/{name}" if isinstance(name, str) and "/" not in name else name
+                                        for name in ([old] if isinstance(old, str) else old)]
+            made.append((number, _filled(twin, spelled[precision])))
+    return made
+
+
+def _filled(table: dict, spelled: dict[str, str]) -> dict:
+    entry = table.get("entry")
+    if not isinstance(entry, str):
+        return table
+    for placeholder, key in _ENTRY_PLACEHOLDERS.items():
+        if key in spelled:
+            entry = entry.replace(placeholder, spelled[key])
+    return {**table, "entry": entry}
 
 
 @functools.lru_cache(maxsize=8)
@@ -549,12 +689,13 @@ def load_precisions(path: Path = CATALOGUE_PATH) -> dict[str, Precision]:
 
 
 def load_catalogue(path: Path = CATALOGUE_PATH, kernel_dir: Path = KERNEL_DIR) -> dict[str, Kernel]:
-    """All kernels by name, in file order. Raises CatalogueError naming the first bad entry."""
+    """All kernels by name, in file order (a table of several precisions gives a kernel for each, in the order it
+    lists them). Raises CatalogueError naming the first bad entry."""
     data = _read(path)
     precisions = load_precisions(path)
     suite = _suite(path)
     kernels: dict[str, Kernel] = {}
-    for number, table in enumerate(data.get("kernel", []), start=1):
+    for number, table in kernel_tables(data):
         kernel = _kernel_from_table(number, table, Path(kernel_dir), precisions, suite)
         if kernel.name in kernels:
             raise CatalogueError(f"{kernel.name}: listed twice")

@@ -3,7 +3,8 @@ kernel as it stands at two commits: the gate's base and head, the history's refe
 
 A tree holds `kernels/` and `sgemm/catalogue.toml` as the commit has them, and nothing else: what is built from it is
 the kernel's source, its headers and its catalogue entry, while the code that builds, launches and times them is the
-running package's own.
+running package's own. A commit from before kernels stated their launch geometry states it in its catalogue entries,
+which the launch then takes (sgemm/measuring/resources.py, launch_geometry).
 """
 
 from __future__ import annotations

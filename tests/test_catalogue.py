@@ -64,9 +64,8 @@ def test_entry_names_a_template_in_its_source(kernel):
     (1000, 1028, (9, 8, 1)),
 ])
 def test_the_grid_is_one_block_per_tile_of_c_rounded_up(m, n, grid):
-    kernel = KERNELS["fp32/warptile"]  # 128 x 128 tiles of C
-    assert kernel.block_tile == (128, 128)
-    assert kernel.grid(m, n) == grid  # (x over N, y over M, 1), worked out by hand
+    tiles_128 = catalogue.Geometry((128, 1), (128, 128))
+    assert KERNELS["fp32/warptile"].grid(tiles_128, m, n) == grid  # (x over N, y over M, 1), worked out by hand
 
 
 def test_shape_rules():
@@ -81,9 +80,9 @@ def test_shape_rules():
 def test_suite_sizes_include_a_size_no_tile_divides():
     sizes = catalogue.default_sizes()
     assert {1024, 2048, 4096} <= set(sizes)
-    tiles = {dim for k in COMPILED for dim in k.block_tile}
-    # The 8x8-tile kernels meet their edges in the GPU correctness tests only.
-    assert any(all(size % t for t in tiles if t >= 16) for size in sizes)
+    # The kernels' tiles are 8 to 256 a side (tests/measuring/test_resources.py reads them); the 8x8-tile kernels meet
+    # their edges in the GPU correctness tests only.
+    assert any(all(size % tile for tile in (16, 32, 64, 128, 256)) for size in sizes)
 
 
 def test_each_precision_has_one_baseline_the_library_kernel():
@@ -108,25 +107,34 @@ def test_kernels_are_timed_at_their_own_sizes_of_the_suite():
         assert any(kernel.shape_problem(size, size, size) is None for size in kernel.sizes), kernel.name
 
 
+# The geometry the Hopper ring kernels state of themselves (tests/measuring/test_resources.py holds them to it).
+RING = catalogue.Geometry((384, 1), (128, 256), (1, 1, 1), 196672, (
+    catalogue.TmaOperand("A", (128, 64), 128), catalogue.TmaOperand("B", (64, 64), 128),
+    catalogue.TmaOperand("C", (64, 32), 128)), 4)
+RING_CLUSTER = dataclasses.replace(RING, cluster=(2, 1, 1))
+
+
 def test_a_persistent_grid_holds_what_the_gpu_holds_and_no_more_than_the_tiles():
     kernel = KERNELS["fp16/wgmma_cluster"]  # 128 x 256 tiles, clusters of 2
-    assert kernel.grid_rule == "persistent" and kernel.cluster == (2, 1, 1)
-    assert kernel.grid(8192, 8192, resident_blocks=132) == (132, 1, 1)  # 64 x 32 tiles, more than 132
-    assert kernel.grid(256, 512, resident_blocks=132) == (4, 1, 1)  # 2 x 2 tiles
+    assert kernel.grid_rule == "persistent"
+    assert kernel.grid(RING_CLUSTER, 8192, 8192, resident_blocks=132) == (132, 1, 1)  # 64 x 32 tiles, more than 132
+    assert kernel.grid(RING_CLUSTER, 256, 512, resident_blocks=132) == (4, 1, 1)  # 2 x 2 tiles
     with pytest.raises(ValueError, match="persistent grid"):
-        kernel.grid(8192, 8192)
-    assert KERNELS["fp16/wgmma_pipelined"].grid(4096, 4096) == (16, 32, 1)  # a block per tile
+        kernel.grid(RING_CLUSTER, 8192, 8192)
+    assert KERNELS["fp16/wgmma_pipelined"].grid(RING, 4096, 4096) == (16, 32, 1)  # a block per tile
 
 
 def test_cluster_and_tma_shape_rules():
     cluster = KERNELS["bf16/wgmma_cluster"]
     assert cluster.shape_problem(4096, 4096, 4096) is None
+    assert cluster.launch_problem(RING_CLUSTER, 4096, 4096, 4096) is None
     assert "M to be a multiple of 256" in cluster.shape_problem(128, 4096, 4096)
     loose = dataclasses.replace(cluster, multiple_of=(1, 1, 1))
-    assert "do not divide into them" in loose.shape_problem(128, 256, 64)  # one tile, clusters of 2
-    assert "row stride must be a multiple of 16 bytes: 200" in loose.shape_problem(256, 256, 100)  # A: 100 BF16
-    tiles = dataclasses.replace(KERNELS["fp16/wgmma_pipelined"], cluster=(2, 1, 1))
-    assert "clusters of 2x1 blocks: its 1x2 tiles" in tiles.shape_problem(256, 256, 64)
+    assert "do not divide into them" in loose.launch_problem(RING_CLUSTER, 128, 256, 64)  # one tile, clusters of 2
+    # A: 100 BF16 a row
+    assert "row stride must be a multiple of 16 bytes: 200" in loose.launch_problem(RING_CLUSTER, 256, 256, 100)
+    tiles = KERNELS["fp16/wgmma_pipelined"]
+    assert "clusters of 2x1 blocks: its 1x2 tiles" in tiles.launch_problem(RING_CLUSTER, 256, 256, 64)
 
 
 def test_an_architecture_specific_kernel_runs_on_its_own_architecture_alone():
@@ -186,12 +194,12 @@ name = "fp32/k"
 technique = "t"
 source = "k.cu"
 entry = "k<1>"
-block_threads = [32, 1]
-block_tile = [1, 32]
 multiple_of = { m = 1, n = 1, k = 1 }
 min_compute_capability = 70
 """
 GOOD = HEAD + ENTRY
+# An entry as catalogues wrote them before kernels stated their own geometry.
+OLD_STYLE = GOOD + "block_threads = [32, 1]\nblock_tile = [1, 32]\n"
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -199,7 +207,7 @@ GOOD = HEAD + ENTRY
     (lambda t: t.replace('technique = "t"\n', ""), "missing fields"),
     (lambda t: t.replace('technique = "t"', 'technique = "t"\ncolour = "red"'), "unknown fields"),
     (lambda t: t.replace('"k.cu"', '"missing.cu"'), "is not in"),
-    (lambda t: t.replace("[32, 1]", "[32]"), "two positive integers"),
+    (lambda t: t + "block_threads = [32]\n", "two positive integers"),
     (lambda t: t.replace("m = 1, ", ""), "exactly m, n and k"),
     (lambda t: t + ENTRY, "fp32/k: listed twice"),
     (lambda t: t.replace("[[kernel]]", "[[kernel]"), "cannot read"),
@@ -252,14 +260,25 @@ def test_without_kernel_sizes_an_entry_is_timed_at_every_size_of_the_suite(tmp_p
 
 def test_launch_fields_are_read(tmp_path: Path):
     (tmp_path / "k.cu").write_text("// k\n")
-    text = GOOD + ('shared_memory = 1024\ncluster = [2, 1, 1]\ngrid = "persistent"\ntarget = "sm_90a"\n'
-                   "tma = { C = { box = [64, 32], swizzle = 128 }, A = { box = [128, 32], swizzle = 128 } }\n")
+    text = OLD_STYLE + ('shared_memory = 1024\ncluster = [2, 1, 1]\ngrid = "persistent"\ntarget = "sm_90a"\n'
+                        "tma = { C = { box = [64, 32], swizzle = 128 }, A = { box = [128, 32], swizzle = 128 } }\n")
     kernel = load_catalogue(_write(tmp_path, text), tmp_path)["fp32/k"]
-    assert (kernel.shared_memory, kernel.cluster, kernel.grid_rule, kernel.target) == (1024, (2, 1, 1), "persistent",
-                                                                                     "sm_90a")
-    assert [(copy.operand, copy.box, copy.swizzle) for copy in kernel.tma] == [("A", (128, 32), 128),
-                                                                                 ("C", (64, 32), 128)]
+    geometry = kernel.stated_geometry
+    assert (geometry.shared_memory, geometry.cluster, kernel.grid_rule, kernel.target) == (
+        1024, (2, 1, 1), "persistent", "sm_90a")
+    assert [(copy.operand, copy.box, copy.swizzle) for copy in geometry.tma] == [("A", (128, 32), 128),
+                                                                                   ("C", (64, 32), 128)]
+    assert (geometry.block_threads, geometry.block_tile) == ((32, 1), (1, 32))
     assert kernel.target_compute_capability == 90 and kernel.sizes == (64,)
+    assert [field for field, _ in kernel.stated] == list(catalogue.GEOMETRY_FIELDS)
+
+
+def test_an_entry_that_states_part_of_its_geometry_or_none_has_no_whole_geometry(tmp_path: Path):
+    """The launch then takes the kernel's own (sgemm/measuring/resources.py), holding a stated field against it."""
+    (tmp_path / "k.cu").write_text("// k\n")
+    assert load_catalogue(_write(tmp_path, GOOD), tmp_path)["fp32/k"].stated_geometry is None
+    partial = load_catalogue(_write(tmp_path, GOOD + "block_tile = [128, 64]\n"), tmp_path)["fp32/k"]
+    assert partial.stated == (("block_tile", (128, 64)),) and partial.stated_geometry is None
 
 
 def test_pitched_rows_round_each_leading_dimension_up():
@@ -268,8 +287,9 @@ def test_pitched_rows_round_each_leading_dimension_up():
 
 
 def test_shapes_beyond_the_grid_or_32_bit_indexing_are_refused():
-    assert "65535 blocks" in KERNELS["fp32/naive_8"].shape_problem(8 * 65535 + 1, 16, 16)
-    assert KERNELS["fp32/naive_8"].shape_problem(8 * 65535, 16, 16) is None
+    tiles_8 = catalogue.Geometry((8, 8), (8, 8))
+    assert "65535 blocks" in KERNELS["fp32/naive_8"].launch_problem(tiles_8, 8 * 65535 + 1, 16, 16)
+    assert KERNELS["fp32/naive_8"].launch_problem(tiles_8, 8 * 65535, 16, 16) is None
     assert "32-bit" in KERNELS["fp32/naive"].shape_problem(46341, 46341, 46341)
     assert KERNELS["fp32/cublas"].shape_problem(8 * 65535 + 1, 16, 16) is None  # cuBLAS has no such limit
 
@@ -353,12 +373,11 @@ BAD_FIELDS = [
      ["fp32/k: multiple_of needs exactly m, n and k", "(it also has q)"]),
     ("shared_memory a bool", GOOD + "shared_memory = true\n", _load,
      ["fp32/k: shared_memory must be 0 to 232448 bytes, got True"]),
-    ("block_threads holding a bool", _kernel_edit("[32, 1]", "[32, true]"), _load,
+    ("block_threads holding a bool", GOOD + "block_threads = [32, true]\n", _load,
      ["fp32/k: block_threads must be two positive integers, got [32, True]"]),
-    ("block_tile of one", _kernel_edit("block_tile = [1, 32]", "block_tile = [128]"), _load,
+    ("block_tile of one", GOOD + "block_tile = [128]\n", _load,
      ["fp32/k: block_tile must be two positive integers, got [128]"]),
-    ("block_tile a string", _kernel_edit("block_tile = [1, 32]", 'block_tile = "128x128"'), _load,
-     ["fp32/k: block_tile", "got '128x128'"]),
+    ("block_tile a string", GOOD + 'block_tile = "128x128"\n', _load, ["fp32/k: block_tile", "got '128x128'"]),
     ("cluster holding a bool", GOOD + "cluster = [2, true, 1]\n", _load,
      ["fp32/k: cluster must be three positive integers, got [2, True, 1]"]),
     ("pitch a bool", GOOD + "pitch = true\n", _load, ["fp32/k: pitch must be a positive integer, got True"]),
@@ -452,18 +471,19 @@ def test_the_real_catalogue_reads_as_its_toml_says(tmp_path: Path):
     raw = tomllib.loads(catalogue.CATALOGUE_PATH.read_text())
     renamed = {"grid": "grid_rule"}
     defaults = {field.name: field.default for field in dataclasses.fields(catalogue.Kernel)}
-    assert [table["name"] for table in raw["kernel"]] == list(KERNELS)
-    for table in raw["kernel"]:
+    tables = [table for _, table in catalogue.kernel_tables(raw)]
+    assert [table["name"] for table in tables] == list(KERNELS)
+    assert not any(field in table for table in tables for field in catalogue.GEOMETRY_FIELDS)  # the kernels' own
+    for table in tables:
         kernel = KERNELS[table["name"]]
         expected = {**defaults, "sizes": tuple(raw["suite"]["kernel_sizes"]), "kernel_dir": KERNEL_DIR}
+        if "target" in table:
+            expected["min_compute_capability"] = int(table["target"][3:5])
         for key, value in table.items():
             if key == "multiple_of":
                 value = (value["m"], value["n"], value["k"])
             elif key == "origins":
                 value = tuple(catalogue.Origin(o["seed"], o["label"]) for o in value)
-            elif key == "tma":
-                value = tuple(catalogue.TmaOperand(op, tuple(value[op]["box"]), value[op]["swizzle"])
-                              for op in catalogue.TMA_OPERANDS if op in value)
             elif key == "renamed_from":
                 value = (value,) if isinstance(value, str) else tuple(value)
             elif isinstance(value, list):
@@ -474,7 +494,9 @@ def test_the_real_catalogue_reads_as_its_toml_says(tmp_path: Path):
     # A few fields pinned as they read before the checks were declared in one table.
     assert len(KERNELS) >= 58
     assert KERNELS["fp32/pitched"].pitch == 4 and KERNELS["fp32/float4"].multiple_of == (1, 4, 4)
-    assert KERNELS["bf16/wgmma_cluster"].cluster == (2, 1, 1)
+    assert KERNELS["bf16/wgmma_cluster"].entry == "gemm_wgmma_specialized<__nv_bfloat16, 4, 2, 0>"
+    assert KERNELS["fp16/wgmma_cluster"].entry == "gemm_wgmma_specialized<__half, 4, 2, 0>"
+    assert KERNELS["bf16/wgmma_cluster"].min_compute_capability == 90  # its target's
     assert KERNELS["fp16/mma_buffered"].min_compute_capability == 80
     assert KERNELS["fp32/cublas"].origins == (catalogue.Origin("000_d5d34bc6da484ce9.txt", "CUBLAS"),)
     assert [seed.number for seed in catalogue.seeds()][:2] == ["000", "001"]
@@ -506,9 +528,15 @@ def test_past_catalogues_still_load(tmp_path: Path):
 
 FIXTURE_SOURCE = """// Test fixture: one thread per element of C, K walked in order; any shape.
 // Tile parameters: BX x BY threads, a BX x BY tile of C per block.
+#include "common.cuh"
+
 template <int BX, int BY>
-__global__ void gemm_fixture(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
-                             float beta, float* C, int ldc) {
+__device__ constexpr LaunchGeometry gemm_fixture_geometry = {{BX, BY}, {BY, BX}, {1, 1, 1}};
+
+template <int BX, int BY>
+__global__ void __launch_bounds__(BX * BY)
+gemm_fixture(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+             float beta, float* C, int ldc) {
     const int row = blockIdx.y * BY + threadIdx.y;
     const int col = blockIdx.x * BX + threadIdx.x;
     if (row >= M || col >= N) {
@@ -526,9 +554,7 @@ FIXTURE_ENTRY = """
 name = "fp32/fixture"
 technique = "test fixture: one thread per C element"
 source = "fp32_fixture.cu"
-entry = "gemm_fixture<16, 16>"
-block_threads = [16, 16]
-block_tile = [16, 16]
+entry = "gemm_fixture<16, 8>"
 multiple_of = { m = 1, n = 1, k = 1 }
 min_compute_capability = 70
 origins = [{ seed = "001_62eeff6f76076a98.txt", label = "fixture step" }]
@@ -540,7 +566,7 @@ from benchmarks import bench_gemm
 from sgemm import catalogue, sourcetree
 from sgemm.asvsuite import cases_for
 from sgemm.publishing.report import seed_kernels
-from sgemm.measuring.resources import usage_table
+from sgemm.measuring.resources import launch_geometry, usage_table
 
 kernels = catalogue.load_catalogue()
 seed = next(s for s in catalogue.seeds() if s.number == "001")
@@ -549,6 +575,7 @@ print(json.dumps({
     "suite": "fixture" in bench_gemm.Gemm.params[0],
     "report": [label for label, kernel in seed_kernels(seed, kernels) if kernel.name == "fp32/fixture"],
     "registers": usage.registers,
+    "geometry": [list(launch_geometry(kernels["fp32/fixture"]).block_tile)],
     "gate cases": [c.label for c in cases_for([kernels["fp32/fixture"]], [1024], [], [])],
 }))
 """
@@ -587,6 +614,88 @@ def test_a_kernel_is_one_source_file_and_one_catalogue_entry(tmp_path, monkeypat
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["suite"] and seen["report"] == ["fixture step"] and seen["registers"] > 0
+    assert seen["geometry"] == [[8, 16]]  # the kernel's own: BY rows of BX columns
     assert seen["gate cases"] == ["fp32/fixture 1024x1024x1024"]
     selection = select_kernels(str(tmp_path), base, head)
     assert selection.reasons["fp32/fixture"] == "new kernel" and "fp32/fixture" in selection.kernels
+
+
+# --- One table, several precisions ---------------------------------------------------------------------------------
+
+TWO_PRECISIONS = HEAD.replace("[suite]", """[[precision]]
+name = "bf16"
+input = "bf16"
+accumulate = "fp32"
+output = "fp32"
+baseline = "bf16/cublas"
+tolerance = 1e-4
+flop_per_sm_per_clock = { 90 = 4096 }
+[suite]""") + """
+[[kernel]]
+name = "bf16/cublas"
+technique = "t"
+library = "cublas"
+min_compute_capability = 80
+sizes = [64, 128]
+"""
+TWINS = TWO_PRECISIONS + """
+[[kernel]]
+name = "k"
+precisions = ["fp32", "bf16"]
+technique = "t"
+source = "k.cu"
+entry = "k<{input}, {output}, 1>"
+multiple_of = { m = 1, n = 1, k = 1 }
+target = "sm_90a"
+"""
+
+
+def test_a_table_of_several_precisions_is_a_kernel_in_each(tmp_path: Path):
+    (tmp_path / "k.cu").write_text("// k\n")
+    kernels = load_catalogue(_write(tmp_path, TWINS + 'renamed_from = "old"\n'), tmp_path)
+    assert list(kernels) == ["fp32/cublas", "bf16/cublas", "fp32/k", "bf16/k"]
+    assert kernels["fp32/k"].entry == "k<float, float, 1>" and kernels["bf16/k"].entry == "k<__nv_bfloat16, float, 1>"
+    assert kernels["bf16/k"].types.name == "bf16" and kernels["bf16/k"].technique == kernels["fp32/k"].technique
+    assert kernels["bf16/k"].renamed_from == ("bf16/old",) and kernels["fp32/k"].renamed_from == ("fp32/old",)
+    assert kernels["bf16/k"].min_compute_capability == 90  # its target's
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace('name = "k"', 'name = "fp32/k"'),
+     "fp32/k: a table with precisions names the kernel without its precision (name = \"wgmma_tma\"), got 'fp32/k'"),
+    (lambda t: t.replace('["fp32", "bf16"]', '"fp32"'),
+     "k: precisions must be a non-empty list of precisions such as [\"fp16\", \"bf16\"], got 'fp32'"),
+    (lambda t: t.replace('["fp32", "bf16"]', "[]"), "precisions must be a non-empty list"),
+    (lambda t: t.replace('["fp32", "bf16"]', '["fp32", "fp64"]'),
+     "fp64/k: precisions names 'fp64', which no [[precision]] table defines"),
+    (lambda t: t.replace('["fp32", "bf16"]', '["bf16", "bf16"]'), "precisions lists a precision twice"),
+    (lambda t: t.replace("{input}", "float"), "entry 'k<float, {output}, 1>' must name the element type as {input}"),
+    (lambda t: t.replace("{output}", "{accumulate}"), "fp32/k: entry 'k<float, {accumulate}, 1>' holds "
+     "{accumulate}; an entry may hold {input} and {output}"),
+    (lambda t: t.replace('target = "sm_90a"\n', ""), "fp32/k: missing fields ['min_compute_capability']"),
+    (lambda t: t + "block_tile = [1, true]\n", "fp32/k: block_tile must be two positive integers"),
+])
+def test_a_bad_table_of_several_precisions_is_named(tmp_path: Path, edit, message):
+    (tmp_path / "k.cu").write_text("// k\n")
+    with pytest.raises(CatalogueError) as info:
+        load_catalogue(_write(tmp_path, edit(TWINS)), tmp_path)
+    assert message in str(info.value)
+
+
+def test_the_hopper_ladder_is_written_once_for_both_of_its_precisions():
+    """Each Hopper table is an FP16 and a BF16 kernel: the section once wrote every table twice."""
+    text = catalogue.CATALOGUE_PATH.read_text()
+    hopper = text[text.index("# The Hopper ladder"):]
+    assert len(hopper.splitlines()) <= 110  # it was 220 lines when each precision had its own tables
+    hopper_kernels = [k for k in COMPILED if k.target == "sm_90a"]
+    assert {k.family for k in hopper_kernels if k.precision == "fp16"} == {
+        k.family for k in hopper_kernels if k.precision == "bf16"}
+    for kernel in hopper_kernels:
+        twin = KERNELS[f"{'bf16' if kernel.precision == 'fp16' else 'fp16'}/{kernel.family}"]
+        assert kernel.entry.replace("__nv_bfloat16", "T").replace("__half", "T") == \
+            twin.entry.replace("__nv_bfloat16", "T").replace("__half", "T")
+
+
+def test_an_operand_is_row_major_over_its_dimensions():
+    assert [catalogue.operand_shape(op, 2, 3, 5) for op in catalogue.OPERAND_DIMS] == [(2, 5), (5, 3), (2, 3)]
+    assert catalogue.TMA_OPERANDS == ("A", "B", "C")

@@ -1,9 +1,10 @@
 """Which kernels a change between two commits can make faster or slower: what the gate measures.
 
 What a change selects:
-- A kernel whose catalogue entry or [[precision]] table changed, or whose `.cu` file or a file of kernels/ it
-  includes (directly or through another header, `#include "x.cuh"` or `#include <x.cuh>`) changed, as the file stood
-  at base or at head.
+- A kernel whose catalogue entry or [[precision]] table changed (a table shared by several precisions is each
+  precision's entry: `precisions = ["fp16", "bf16"]` makes "fp16/x" and "bf16/x", and a change to it selects both),
+  or whose `.cu` file or a file of kernels/ it includes (directly or through another header, `#include "x.cuh"` or
+  `#include <x.cuh>`) changed, as the file stood at base or at head.
 - Every kernel when measurement code changed. That code is found, not listed: every file of the asv suite
   (benchmarks/), and every Python file of this repository it imports, transitively, following the `import`
   statements of each file as it stands at each commit. A file reached at base or at head counts, so a module that
@@ -41,7 +42,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..catalogue import CatalogueError, Kernel, load_catalogue, sweep
+from ..catalogue import CatalogueError, Kernel, kernel_tables, load_catalogue, sweep
 from ..measuring.build import kernel_files
 
 CATALOGUE_FILE = "sgemm/catalogue.toml"
@@ -110,8 +111,15 @@ class _Snapshot:
 
     @functools.cached_property
     def entries(self) -> dict[str, dict]:
-        """The catalogue's [[kernel]] tables by name, in file order."""
-        return {table["name"]: table for table in self.catalogue.get("kernel", [])}
+        """The catalogue's kernels by name, in file order, each as its own table: a table shared by several
+        precisions counts as one per precision, as the loader makes them (its precision twins), so an edit to it
+        selects each twin. A catalogue the loader would refuse is taken table by table as written; loading it at
+        head reports what is wrong (_unmeasurable)."""
+        try:
+            tables = [table for _, table in kernel_tables(self.catalogue)]
+        except CatalogueError:
+            tables = self.catalogue.get("kernel", [])
+        return {table.get("name"): table for table in tables if isinstance(table, dict)}
 
     @functools.cached_property
     def precisions(self) -> dict[str, dict]:

@@ -47,10 +47,10 @@ class PairingError(RuntimeError):
 
 
 def launch_signature(kernel: Kernel) -> tuple:
-    """Everything of an entry that decides how its program is launched and on what."""
-    return (kernel.library, kernel.entry, kernel.types.input, kernel.types.output, kernel.block_threads,
-            kernel.block_tile, kernel.pitch, kernel.shared_memory, kernel.cluster, kernel.grid_rule, kernel.tma,
-            kernel.target)
+    """Everything of an entry that decides how its program is launched and on what. The geometry a kernel states
+    of itself is in its cubin (program_digest); what an older catalogue states of it is here."""
+    return (kernel.library, kernel.entry, kernel.types.input, kernel.types.output, kernel.pitch, kernel.grid_rule,
+            kernel.target, kernel.stated)
 
 
 def target_of(kernel: Kernel, compute_capability: int) -> str:

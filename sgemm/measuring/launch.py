@@ -1,8 +1,10 @@
-"""The one launch path of a compiled kernel, read from its catalogue entry: the grid (a block per tile, or a persistent
-grid of as many blocks as the GPU holds at once), the block, the cluster, the dynamic shared memory, and the
-arguments: (M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) followed by a TMA descriptor for each operand the entry
-declares, in the order A, B, C, each built on the host by the driver (cuTensorMapEncodeTiled) and passed by value.
-Every launch goes through cuLaunchKernelEx (cuda-bindings), on CuPy's current stream.
+"""The one launch path of a compiled kernel, with the geometry the kernel states (measuring/resources.py reads it
+from the compiled program; an older tree's catalogue states it instead): the grid (a block per tile, or, as its
+catalogue entry asks, a persistent grid of as many blocks as the GPU holds at once), the block, the cluster, the
+dynamic shared memory, and the arguments: (M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) followed by a TMA descriptor
+for each operand the kernel copies so, in the order A, B, C, each built on the host by the driver
+(cuTensorMapEncodeTiled) and passed by value. Every launch goes through cuLaunchKernelEx (cuda-bindings), on CuPy's
+current stream.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from ..catalogue import TMA_OPERANDS, Kernel, TmaOperand
+from ..catalogue import OPERAND_DIMS, Geometry, Kernel, TmaOperand, operand_shape
 from .elements import ELEMENT_TYPES
+from .resources import launch_geometry
 
 TENSOR_MAP_BYTES = 128  # sizeof(CUtensorMap)
 
@@ -71,46 +74,54 @@ def encode_tensor_map(request: TensorMapRequest, what: str) -> bytes:
     return ctypes.string_at(tensor_map.getPtr(), TENSOR_MAP_BYTES)
 
 
-def _function(raw_kernel, kernel: Kernel):
-    """The CUfunction of CuPy's compiled kernel, its dynamic shared memory limit raised to what the entry needs."""
+def shape_problem(kernel: Kernel, m: int, n: int, k: int) -> str | None:
+    """Why the kernel cannot compute an M x N x K product: what its entry admits, then what its launch geometry
+    allows (compiling it offline for that, once per program); None if it can."""
+    if reason := kernel.shape_problem(m, n, k):
+        return reason
+    return None if kernel.library else kernel.launch_problem(launch_geometry(kernel), m, n, k)
+
+
+def _function(raw_kernel, kernel: Kernel, geometry: Geometry):
+    """The CUfunction of CuPy's compiled kernel, its dynamic shared memory limit raised to what the kernel needs."""
     from cuda.bindings import driver
 
     function = driver.CUfunction(raw_kernel.kernel.ptr)
-    if kernel.shared_memory:
+    if geometry.shared_memory:
         _driver_call(driver.cuFuncSetAttribute(
             function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            kernel.shared_memory), f"{kernel.name}: allowing {kernel.shared_memory} bytes of shared memory")
+            geometry.shared_memory), f"{kernel.name}: allowing {geometry.shared_memory} bytes of shared memory")
     return function
 
 
-def _config(kernel: Kernel, grid: tuple[int, int, int]):
+def _config(geometry: Geometry, grid: tuple[int, int, int]):
     from cuda.bindings import driver
 
     config = driver.CUlaunchConfig()
     config.gridDimX, config.gridDimY, config.gridDimZ = grid
-    config.blockDimX, config.blockDimY, config.blockDimZ = kernel.block()
-    config.sharedMemBytes = kernel.shared_memory
-    if kernel.cluster != (1, 1, 1):  # a cluster attribute at all would refuse GPUs before sm_90
+    config.blockDimX, config.blockDimY, config.blockDimZ = geometry.block()
+    config.sharedMemBytes = geometry.shared_memory
+    if geometry.cluster != (1, 1, 1):  # a cluster attribute at all would refuse GPUs before sm_90
         attribute = driver.CUlaunchAttribute()
         attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        attribute.value.clusterDim.x, attribute.value.clusterDim.y, attribute.value.clusterDim.z = kernel.cluster
+        attribute.value.clusterDim.x, attribute.value.clusterDim.y, attribute.value.clusterDim.z = geometry.cluster
         config.attrs = [attribute]
         config.numAttrs = 1
     return config
 
 
-def resident_blocks(kernel: Kernel, function) -> int:
+def resident_blocks(kernel: Kernel, geometry: Geometry, function) -> int:
     """How many blocks of the kernel the GPU holds at once: whole clusters, as the driver's occupancy calculator
     finds them for this block, cluster and shared memory."""
     from cuda.bindings import driver
 
-    if kernel.cluster != (1, 1, 1):
-        config = _config(kernel, (math.prod(kernel.cluster), 1, 1))
+    if geometry.cluster != (1, 1, 1):
+        config = _config(geometry, (math.prod(geometry.cluster), 1, 1))
         clusters = _driver_call(driver.cuOccupancyMaxActiveClusters(function, config),
                                 f"{kernel.name}: counting the clusters that fit")
-        return clusters * math.prod(kernel.cluster)
+        return clusters * math.prod(geometry.cluster)
     per_sm = _driver_call(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-        function, math.prod(kernel.block()), kernel.shared_memory), f"{kernel.name}: counting the blocks that fit")
+        function, math.prod(geometry.block()), geometry.shared_memory), f"{kernel.name}: counting the blocks that fit")
     device = _driver_call(driver.cuCtxGetDevice(), "finding the current device")
     sms = _driver_call(driver.cuDeviceGetAttribute(
         driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device), "counting the SMs")
@@ -132,20 +143,22 @@ def prepare(kernel: Kernel, raw_kernel, m: int, n: int, k: int, alpha: float, be
     import cupy
     from cuda.bindings import driver
 
-    function = _function(raw_kernel, kernel)
-    lda, ldb, ldc = (array.shape[1] for array in (a, b, c))
-    matrices = {"A": (a, m, k, lda), "B": (b, k, n, ldb), "C": (c, m, n, ldc)}  # storage, rows, columns, stride
+    geometry = launch_geometry(kernel)
+    function = _function(raw_kernel, kernel, geometry)
+    storage = dict(zip(OPERAND_DIMS, (a, b, c)))  # each whole, padding included: its row stride is its width
     maps = []
-    for copy in sorted(kernel.tma, key=lambda copy: TMA_OPERANDS.index(copy.operand)):
-        array, rows, cols, stride = matrices[copy.operand]
-        request = tensor_map_request(kernel, copy, array.data.ptr, rows, cols, stride)
+    for copy in sorted(geometry.tma, key=lambda copy: tuple(OPERAND_DIMS).index(copy.operand)):
+        array = storage[copy.operand]
+        request = tensor_map_request(kernel, copy, array.data.ptr, *operand_shape(copy.operand, m, n, k),
+                                     array.shape[1])
         maps.append(encode_tensor_map(request, f"{kernel.name}: the TMA descriptor of {copy.operand}"))
+    lda, ldb, ldc = (array.shape[1] for array in (a, b, c))
     values = [ctypes.c_int32(m), ctypes.c_int32(n), ctypes.c_int32(k), ctypes.c_float(alpha),
               ctypes.c_uint64(a.data.ptr), ctypes.c_int32(lda), ctypes.c_uint64(b.data.ptr), ctypes.c_int32(ldb),
               ctypes.c_float(beta), ctypes.c_uint64(c.data.ptr), ctypes.c_int32(ldc), *maps]
     keep, address = _arguments(values)
-    resident = resident_blocks(kernel, function) if kernel.grid_rule == "persistent" else None
-    config = _config(kernel, kernel.grid(m, n, resident))
+    resident = resident_blocks(kernel, geometry, function) if kernel.grid_rule == "persistent" else None
+    config = _config(geometry, kernel.grid(geometry, m, n, resident))
 
     def launch() -> None:
         config.hStream = driver.CUstream(cupy.cuda.get_current_stream().ptr)

@@ -14,10 +14,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..catalogue import Kernel
+from ..catalogue import OPERAND_DIMS, Kernel, operand_shape
 from .build import compiled
 from .elements import ELEMENT_TYPES
-from .launch import prepare
+from .launch import prepare, shape_problem
 
 DEFAULT_SEED = 2024
 
@@ -59,14 +59,15 @@ class Problem:
 def make_problem(kernel: Kernel, m: int, n: int, k: int, alpha: float = 1.0, beta: float = 0.0,
                  seed: int = DEFAULT_SEED) -> Problem:
     """Allocate A, B, C on the current device and bind the kernel's launch to them (compiling it if needed)."""
-    if reason := kernel.shape_problem(m, n, k):
+    if reason := shape_problem(kernel, m, n, k):
         raise UnsupportedShape(reason)
     import cupy
 
     rng = cupy.random.default_rng(seed)
     inputs, outputs = ELEMENT_TYPES[kernel.types.input], ELEMENT_TYPES[kernel.types.output]
+    (a_rows, _), (b_rows, _), (c_rows, _) = (operand_shape(operand, m, n, k) for operand in OPERAND_DIMS)
     lda, ldb, ldc = kernel.leading_dimensions(m, n, k)
-    a, b, c = inputs.nan_array((m, lda)), inputs.nan_array((k, ldb)), outputs.nan_array((m, ldc))
+    a, b, c = inputs.nan_array((a_rows, lda)), inputs.nan_array((b_rows, ldb)), outputs.nan_array((c_rows, ldc))
     a[:, :k] = inputs.round_from_fp32(rng.uniform(-1.0, 1.0, (m, k), dtype=np.float32))
     b[:, :n] = inputs.round_from_fp32(rng.uniform(-1.0, 1.0, (k, n), dtype=np.float32))
     c_initial = None
@@ -89,7 +90,7 @@ def rebind(problem: Problem, kernel: Kernel) -> Problem:
     builds timed side by side read the same inputs from the same addresses. ValueError when the storage differs."""
     if not shares_storage(problem, kernel):
         raise ValueError(f"{kernel.name} cannot share {problem.kernel.name}'s arrays: other element types or strides")
-    if reason := kernel.shape_problem(problem.m, problem.n, problem.k):
+    if reason := shape_problem(kernel, problem.m, problem.n, problem.k):
         raise UnsupportedShape(reason)
     launch = _launch(kernel, problem.m, problem.n, problem.k, problem.alpha, problem.beta, *problem.storage)
     return replace(problem, kernel=kernel, launch=launch)

@@ -24,9 +24,11 @@ from ..atomic import write_atomically
 from ..catalogue import Kernel, UnknownKernelError, get_kernel
 from ..gpu import Gpu
 from .build import BuildError
+from .launch import shape_problem
 from .measure import Timing, time_cases
 from .paired import PairedSettings
 from .problem import library_version, make_problem
+from .resources import GeometryError
 from .telemetry import CaseMonitor, TelemetryUnavailable, card_id, driver_present, nvml_handle, other_processes
 from .verify import VerificationError, verify
 
@@ -124,9 +126,18 @@ def device_info(device: int = 0) -> Gpu:
     return Gpu(props["name"].decode(), props["major"] * 10 + props["minor"], props["multiProcessorCount"])
 
 
+def _shape_problem(kernel: Kernel, m: int, n: int, k: int) -> str | None:
+    """Why the kernel cannot take this shape, by its entry and its launch geometry. A kernel whose geometry cannot be
+    read (it does not compile, or states a wrong one) is not skipped: building its case reports that, as a failure."""
+    try:
+        return shape_problem(kernel, m, n, k)
+    except (BuildError, GeometryError):
+        return kernel.shape_problem(m, n, k)
+
+
 def skip_reason(kernel: Kernel, m: int, n: int, k: int, info: Gpu) -> str | None:
     """Why this case is not run on this GPU (a skip, not a failure), or None."""
-    if reason := kernel.shape_problem(m, n, k):
+    if reason := _shape_problem(kernel, m, n, k):
         return reason
     if reason := kernel.gpu_problem(info.compute_capability):
         return f"{reason} ({info.name})"
@@ -426,7 +437,7 @@ def asv_case(run_dir: str, name: str, m: int, n: int, k: int) -> AsvCase:
         kernel = get_kernel(name)
     except UnknownKernelError as exc:
         raise NotImplementedError(f"this commit has no {name} kernel") from exc
-    if reason := kernel.shape_problem(m, n, k):
+    if reason := _shape_problem(kernel, m, n, k):
         raise NotImplementedError(reason)
     case = AsvCase(run_dir, kernel, m, n, k)
     recorded = list(case.dir.glob("round-*.json"))

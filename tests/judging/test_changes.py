@@ -284,10 +284,8 @@ def test_an_undeclared_deletion_is_a_problem(repo, retired):
 def test_a_selected_kernel_that_no_suite_shape_fits_is_a_problem(repo):
     base = commit(repo)
     head = commit(repo, lambda r: replace_in(r / "sgemm" / "catalogue.toml",
-                                             'kTransposedA>"\nblock_threads = [256, 1]\nblock_tile = [128, 128]\n'
-                                             'multiple_of = { m = 1, n = 4, k = 4 }',
-                                             'kTransposedA>"\nblock_threads = [256, 1]\nblock_tile = [128, 128]\n'
-                                             'multiple_of = { m = 3000, n = 4, k = 4 }'))
+                                             'kTransposedA>"\nmultiple_of = { m = 1, n = 4, k = 4 }',
+                                             'kTransposedA>"\nmultiple_of = { m = 3000, n = 4, k = 4 }'))
     selection = select_kernels(str(repo), base, head)
     assert selection.kernels == ("fp32/cublas", "fp32/float4")
     [message] = selection.undeclared
@@ -308,3 +306,37 @@ def test_unknown_commit(repo):
     commit(repo)
     with pytest.raises(ChangeError, match="'nope' is not a commit"):
         resolve_commit(str(repo), "nope")
+
+
+# A table shared by several precisions
+
+
+def test_an_edited_table_of_two_precisions_selects_both_as_the_loader_makes_them(repo):
+    base = commit(repo)
+    head = commit(repo, lambda r: replace_in(r / "sgemm" / "catalogue.toml", 'name = "wgmma_tma_wide"\n',
+                                             'name = "wgmma_tma_wide"\nmay_spill = true\n'))
+    selection = select_kernels(str(repo), base, head)
+    assert changed_only(selection) == {"fp16/wgmma_tma_wide", "bf16/wgmma_tma_wide"}
+    assert selection.reasons["bf16/wgmma_tma_wide"] == "catalogue entry changed"
+    assert set(selection.controls) == {"fp16/cublas", "bf16/cublas"} and not selection.undeclared
+
+
+def test_a_kernel_moved_into_a_shared_table_is_one_name_at_base_and_head(repo):
+    """Writing fp16/x and bf16/x as one table keeps both names: nothing removed, nothing new, no rename to declare."""
+    catalogue_file = repo / "sgemm" / "catalogue.toml"
+    shared = catalogue_file.read_text()
+    fp16 = shared.replace('name = "wgmma_tma"\nprecisions = ["fp16", "bf16"]\n', 'name = "fp16/wgmma_tma"\n').replace(
+        "gemm_wgmma_tma<{input}, 128, 128, 1>", "gemm_wgmma_tma<__half, 128, 128, 1>")
+    bf16 = '\n[[kernel]]\nname = "bf16/wgmma_tma"\n' + _table_body(shared, "wgmma_tma").replace("{input}",
+                                                                                               "__nv_bfloat16")
+    base = commit(repo, lambda r: catalogue_file.write_text(fp16 + bf16))
+    head = commit(repo, lambda r: catalogue_file.write_text(shared))
+    selection = select_kernels(str(repo), base, head)
+    assert not selection.removed and not selection.renamed and not selection.undeclared
+    assert "fp16/wgmma_tma" not in selection.reasons and "bf16/wgmma_tma" not in selection.reasons
+
+
+def _table_body(text: str, name: str) -> str:
+    """A [[kernel]] table's fields after its name and precisions."""
+    table = text.split(f'[[kernel]]\nname = "{name}"\n', 1)[1].split("\n[[kernel]]", 1)[0]
+    return table.split("\n", 1)[1]  # past the precisions line

@@ -37,12 +37,13 @@ def test_a_header_included_by_a_header_changes_the_digest(kernels):
 
 
 def test_a_header_included_in_angle_brackets_changes_the_digest(kernels):
-    source = kernels / "fp16_wmma.cu"  # includes toolkit headers only, which stay out of the digests
+    source = kernels / "fp16_wmma.cu"  # includes toolkit headers, which stay out of the digests, and "common.cuh"
     source.write_text(source.read_text() + "#include <extra.cuh>\n")
     (kernels / "extra.cuh").write_text("#pragma once\n")
     kernel = dataclasses.replace(get_kernel("fp16/wmma_naive"), kernel_dir=kernels)
     before = build.kernel_source(kernel)
-    assert [line.split(":")[0] for line in before.splitlines() if ": sha256 " in line] == ["// extra.cuh"]
+    assert [line.split(":")[0] for line in before.splitlines() if ": sha256 " in line] == ["// common.cuh",
+                                                                                          "// extra.cuh"]
     with open(kernels / "extra.cuh", "a") as header:
         header.write("// edited\n")
     assert build.kernel_source(kernel) != before

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from sgemm.catalogue import ELEMENT_BYTES
+from sgemm.catalogue import ELEMENT_FORMATS
 from sgemm.measuring.elements import ELEMENT_TYPES
 
 BF16 = ELEMENT_TYPES["bf16"]
@@ -13,9 +13,9 @@ def _bits(value: float) -> int:
 
 
 def test_every_element_type_of_the_catalogue_is_held_somewhere():
-    assert set(ELEMENT_TYPES) == set(ELEMENT_BYTES)
+    assert set(ELEMENT_TYPES) == set(ELEMENT_FORMATS)
     for name, element in ELEMENT_TYPES.items():
-        assert np.dtype(element.storage).itemsize == ELEMENT_BYTES[name]
+        assert np.dtype(element.storage).itemsize == ELEMENT_FORMATS[name].bytes
     assert [ELEMENT_TYPES[name].cuda_data_type for name in ("fp32", "fp16", "bf16")] == [0, 2, 14]
 
 

@@ -2,6 +2,7 @@ import pytest
 
 from sgemm.catalogue import load_catalogue
 from sgemm.measuring.problem import make_problem
+from sgemm.measuring.resources import launch_geometry
 
 KERNELS = list(load_catalogue().values())
 # Square, non-square (M != N != K), single element, and edges that no tile divides, in both directions, at the
@@ -28,7 +29,7 @@ def test_every_kernel_is_checked_at_partial_tiles_wherever_it_claims_them():
     for kernel in KERNELS:
         if kernel.library:
             continue
-        for axis, tile in enumerate(kernel.block_tile):  # rows (M), then columns (N)
+        for axis, tile in enumerate(launch_geometry(kernel).block_tile):  # rows (M), then columns (N)
             if kernel.multiple_of[axis] % tile:  # the kernel claims sizes that leave a partial tile
                 assert any(shape[axis] % tile for shape in _supported(kernel)), (kernel.name, "MN"[axis])
 
