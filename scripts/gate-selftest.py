@@ -16,9 +16,9 @@ Steps (--steps, default all of them), each a gate run as `sgemm gate` in the clo
   aa     --aa-runs A/A gates (HEAD -> DOCS) of every kernel at 4096, the shape sweep left out, timing forced:
          expected exit 0 and no verdict but SAME. The first gate's rounds teach the paired noise file the later
          ones use (written to OUT/noise.json).
-  slow_g, slow_s  HEAD -> SLOW_G and HEAD -> SLOW_S with default options: expected exit 1 naming exactly the changed kernels
-         (and their precision twins); then each again at 4096 with timing forced, every unchanged kernel
-         of the same file SAME; and scripts/ab-events.py's ratio for the changed kernels, to compare.
+  slow_g, slow_s  HEAD -> SLOW_G and HEAD -> SLOW_S with default options: expected exit 1 naming exactly the
+         changed kernels (and their precision twins); then each again at 4096 with timing forced, every
+         unchanged kernel of the same file SAME; and scripts/ab-events.py's ratio for the changed kernels, to compare.
   tile   HEAD -> TILE at 4096: expected exit 0 (no regression), the file's seven kernels timed, no REGRESSION.
   busy   a process running FP16 cuBLAS on the GPU, then a gate: expected exit 2 within 60 s naming that process.
 Writes OUT/selftest.md (a summary table, then every report) and OUT/selftest.json. Exit 0 when every gate ended as

@@ -95,7 +95,8 @@ def launcher_trial() -> tuple:
         for path in (job_dir, checkout, checkout / "kernel.cu", job_dir / "report"):
             os.chown(path, tests.RUNNER_UID, tests.RUNNER_UID)
         (folder / "work").chmod(0o755)
-        attack = (f'setsid -f sleep 300 > /dev/null 2>&1; ( sleep 301 > /dev/null 2>&1 & ); echo x >> {checkout}/kernel.cu;'
+        attack = ('setsid -f sleep 300 > /dev/null 2>&1; ( sleep 301 > /dev/null 2>&1 & );'
+                  f' echo x >> {checkout}/kernel.cu;'
                   ' env > "$JOB_DIR/report/env"; sleep 1')
         done = tests.launch(launcher, job_dir, "bash", "-c", attack)
         lines.append(f"== launcher: exit {done.returncode}\n{done.stdout}{done.stderr}")

@@ -74,7 +74,8 @@ class UnknownKernelError(LookupError):
     def __init__(self, name: str, known: list[str]):
         prefixes = sorted({k.partition("/")[0] for k in known})
         close = difflib.get_close_matches(name, [*known, *prefixes], n=self.CLOSEST, cutoff=0.5)
-        hint = f"did you mean {', '.join(close)}?" if close else f"names start with {', '.join(p + '/' for p in prefixes)}"
+        hint = (f"did you mean {', '.join(close)}?" if close
+                else f"names start with {', '.join(p + '/' for p in prefixes)}")
         super().__init__(f"unknown kernel {name!r}; {hint} (`sgemm list` shows all {len(known)})")
         self.name = name
 

@@ -319,8 +319,9 @@ def _shard_home(home: Path) -> dict[str, str]:
 def run_sharded(repo: Path, chosen: Plan, results_dir: Path, shards: list[Shard], uuids: list[str],
                 work_dir: Path) -> int:
     """One `asv run` per shard, all at once, each on its GPU alone (CUDA_VISIBLE_DEVICES by UUID) with its own
-    environments, results and asv machine file under `work_dir`; then each commit's shard results joined into `results_dir`.
-    Returns the worst asv exit status, or 1 when a shard recorded nothing of a commit (its log says why)."""
+    environments, results and asv machine file under `work_dir`; then each commit's shard results joined into
+    `results_dir`. Returns the worst asv exit status, or 1 when a shard recorded nothing of a commit (its log says
+    why)."""
     if not chosen.commits:
         return 0
     work_dir.mkdir(parents=True, exist_ok=True)

@@ -72,7 +72,8 @@ def test_asv_discovers_the_suite_without_a_gpu(tmp_path):
                    cwd=tmp_path)
     names = {entry["name"] for entry in json.loads(out.read_text())}
     assert {"bench_gemm.Gemm.track_time", "bench_gemm.Gemm.track_tflops", "bench_gemm.Gemm.track_sm_clock",
-            "bench_gemm.GemmShapes.track_time", "bench_resources.Resources.track_registers", "bench_resources.Resources.track_spill_stores"} <= names
+            "bench_gemm.GemmShapes.track_time", "bench_resources.Resources.track_registers",
+            "bench_resources.Resources.track_spill_stores"} <= names
 
 
 def test_asv_pin():

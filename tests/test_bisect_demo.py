@@ -20,6 +20,7 @@ def test_the_branch_has_one_slowing_commit_and_the_command_names_its_ends(tmp_pa
     clone = Path(lines[0].split(" in ")[1].split(",")[0])
     changed = subprocess.run(["git", "-C", str(clone), "log", "--format=%h", "--", "kernels"],
                              check=True, capture_output=True, text=True).stdout.split()
-    assert changed[0] == marked[0][1][:len(changed[0])] and len(changed) > 1  # the one commit on the branch, then HEAD's
+    # the one commit on the branch, then HEAD's
+    assert changed[0] == marked[0][1][:len(changed[0])] and len(changed) > 1
     command = next(line for line in lines if line.startswith("$ "))
     assert "bisect fp16/wgmma_grouped_tma_store --size 8192" in command and "--budget-s 480" in command

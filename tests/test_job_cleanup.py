@@ -111,7 +111,8 @@ def runner(tmp_path):
 
 
 def next_job_refused(runner: dict):
-    gate_job = {"GITHUB_REPOSITORY": REPO, "GITHUB_WORKFLOW_REF": f"{REPO}/.github/workflows/gpu-gate.yml@refs/heads/main",
+    gate_job = {"GITHUB_REPOSITORY": REPO,
+                "GITHUB_WORKFLOW_REF": f"{REPO}/.github/workflows/gpu-gate.yml@refs/heads/main",
                 "GITHUB_JOB": "gate", "GITHUB_EVENT_NAME": "pull_request_target", "PATH": "/usr/bin:/bin"}
     return subprocess.run(["bash", str(runner["hook"])], check=False, env=gate_job, capture_output=True, text=True)
 
@@ -209,8 +210,8 @@ def installed_cleanup(tmp_path) -> Path:
 ])
 def test_outputs_the_main_step_did_not_write_fail_the_job(tmp_path, outputs, message):
     done = subprocess.run(["python3", "-I", str(installed_cleanup(tmp_path)), "job", "--watch", str(tmp_path / "w"),
-                           "--only-marked"], check=False, env={"PATH": os.environ["PATH"], **outputs}, capture_output=True,
-                          text=True)
+                           "--only-marked"], check=False, env={"PATH": os.environ["PATH"], **outputs},
+                          capture_output=True, text=True)
     assert done.returncode == 1 and message in done.stdout and "tampered" in done.stdout
     assert (tmp_path / "state" / "TAINTED").exists()
 

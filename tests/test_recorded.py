@@ -8,7 +8,8 @@ from sgemm import asvsuite, recorded
 
 
 def test_a_row_per_commit_from_what_is_on_disk(tmp_path):
-    resources = {("Resources", "track_registers"): {("fp32/naive", "sm_90"): [32.0], ("fp32/warptile", "sm_90"): [201.0],
+    resources = {("Resources", "track_registers"): {("fp32/naive", "sm_90"): [32.0],
+                                                    ("fp32/warptile", "sm_90"): [201.0],
                                                     ("fp32/broken", "sm_90"): None},
                  ("Resources", "track_shared_memory"): {("fp32/naive", "sm_90"): [0.0],
                                                         ("fp32/warptile", "sm_90"): [16640.0]},

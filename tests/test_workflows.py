@@ -7,11 +7,11 @@ small edit of a real workflow, with the checks that must reject it).
   with which commit; no token there; such a job ends its processes and removes its files; code enters through
   actions/checkout only; no $GITHUB_ENV in what a pull request triggers, nothing downloaded is executed or
   evaluated; a job that may write runs no project code; the approval checks the label's sender for exactly the roles
-  that may push and never fails open, and a push revokes it; a GPU job's main step is marked, read whole and trapped, and its cleanup step runs the
-  runner's root-owned job-cleanup.py on the main step's outputs (tests/test_job_cleanup.py runs both for real). Labels
-  count as GitHub matches them (any case), and a job on anything but one GitHub-hosted image counts as self-hosted.
-  Every workflow file is held to the rules, so one a pull request adds is too. The report job, run with a fake gh,
-  posts to the event's PR and commit, fenced.
+  that may push and never fails open, and a push revokes it; a GPU job's main step is marked, read whole and
+  trapped, and its cleanup step runs the runner's root-owned job-cleanup.py on the main step's outputs
+  (tests/test_job_cleanup.py runs both for real). Labels count as GitHub matches them (any case), and a job on
+  anything but one GitHub-hosted image counts as self-hosted. Every workflow file is held to the rules, so one a
+  pull request adds is too. The report job, run with a fake gh, posts to the event's PR and commit, fenced.
 """
 
 from __future__ import annotations
@@ -142,8 +142,9 @@ def _unlaunched(script: str) -> list[str]:
     pip, a build, anything of pr/) other than through the launcher; git, the isolation script and the runner's
     installed cleanup aside."""
     lines = re.sub(r"\\\n\s*", " ", script).splitlines()
-    return [line.strip() for line in lines if RUNS_CONTENT.search(line.replace(CLEANUP, "")) and not line.strip().startswith(
-        (LAUNCH, "#", ". base/.github/gpu-job.sh", "merge_base=$(git -C pr merge-base"))]
+    return [line.strip() for line in lines
+            if RUNS_CONTENT.search(line.replace(CLEANUP, "")) and not line.strip().startswith(
+                (LAUNCH, "#", ". base/.github/gpu-job.sh", "merge_base=$(git -C pr merge-base"))]
 
 
 def rule_no_token(workflow: dict) -> list[str]:
@@ -421,8 +422,9 @@ def review_problems(text: str, tmp: Path) -> list[str]:
     (tmp / "bin" / "gh").chmod(0o755)
     problems = []
     for name, (reviews, approved) in REVIEWS.items():
-        (tmp / "reviews.json").write_text(json.dumps([{"id": i, "user": {"login": who}, "commit_id": sha, "state": state}
-                                                      for i, (who, sha, state) in enumerate(reviews, 1)]))
+        (tmp / "reviews.json").write_text(json.dumps([
+            {"id": i, "user": {"login": who}, "commit_id": sha, "state": state}
+            for i, (who, sha, state) in enumerate(reviews, 1)]))
         env = dict(os.environ, PATH=f"{tmp / 'bin'}{os.pathsep}{os.environ['PATH']}",
                    FAKE_REVIEWS=str(tmp / "reviews.json"), GITHUB_REPOSITORY="owner/repo", GH_TOKEN="x",
                    SENDER="keeper", PR_NUMBER="7", HEAD_SHA=REVIEWED_HEAD)
@@ -444,7 +446,8 @@ def add(file: str, after: str, lines: str, *checks: str) -> tuple:
 
 
 REPORT_RUN = "        run: |\n          code=$(head -c 8"
-LAUNCHED_GATE = ('sudo -n /usr/local/libexec/sgemm-runner/job-launch "$JOB_DIR" --env "SGEMM_CUDA_SITE=$SGEMM_CUDA_SITE"'
+LAUNCHED_GATE = ('sudo -n /usr/local/libexec/sgemm-runner/job-launch "$JOB_DIR"'
+                 ' --env "SGEMM_CUDA_SITE=$SGEMM_CUDA_SITE"'
                  ' -- \\\n            sgemm gate')
 REVIEW_STEP_HEAD = "HEAD_SHA: ${{ github.event.pull_request.head.sha }}\n        # A review records"
 HISTORY_GPU_PERMISSIONS = "    permissions:\n      contents: read  # check out main and the results branch\n"
@@ -588,8 +591,9 @@ MUTATIONS = {
     "the gate on both GPU labels": edit(GATE, "gpu, gpu-untrusted]", "gpu, gpu-untrusted, gpu-trusted]", "runners"),
     "the gate on any approval, not the label's event": edit(GATE, f"approve\n    if: {APPROVAL_IF}\n",
                                                             "approve\n    if: always()\n", "runners"),
-    "the approval passes every role": edit(GATE, """*) echo "::error::$SENDER ($permission) cannot approve the GPU gate"; exit 1 ;;""",
-                                           """*) echo "approved by $SENDER" ;;""", "approval"),
+    "the approval passes every role": edit(
+        GATE, """*) echo "::error::$SENDER ($permission) cannot approve the GPU gate"; exit 1 ;;""",
+        """*) echo "approved by $SENDER" ;;""", "approval"),
     "a push no longer revokes": edit(GATE, "github.event.action != 'labeled'", "github.event.action == 'closed'",
                                      "approval"),
     "an artifact sourced": edit(GATE, REPORT_RUN, before_report('source "$ARTIFACT_DIR/gate-report.md"'),
@@ -622,9 +626,9 @@ MUTATIONS = {
         "run: exec python3 pr/.github/runner/job-cleanup.py job", "contains the job"),
     "the cleanup step only on success": edit(GATE, "what it planted\n        if: always()",
                                              "what it planted\n        if: success()", "contains the job"),
-    "the cleanup step continues on error": edit(GATE, "what it planted\n        if: always()",
-                                                "what it planted\n        if: always()\n        continue-on-error: true",
-                                                "contains the job"),
+    "the cleanup step continues on error": edit(
+        GATE, "what it planted\n        if: always()",
+        "what it planted\n        if: always()\n        continue-on-error: true", "contains the job"),
     "the cleanup step's failure swallowed": edit(GATE, "job-cleanup.py job\n", "job-cleanup.py job || true\n",
                                                  "contains the job"),
     "the cleanup step spares the user's other processes": edit(HISTORY, "job-cleanup.py job\n",
@@ -640,7 +644,8 @@ MUTATIONS = {
     "the main step read as it runs (no braces)": edit(HISTORY, "          }; exit\n", "          }\n          exit\n",
                                                       "contains the job"),
     "the trap set after the isolation script": edit(
-        GATE, between(GATE, "          trap 'status=$?", "          . base/") + "          . base/.github/gpu-job.sh base\n",
+        GATE,
+        between(GATE, "          trap 'status=$?", "          . base/") + "          . base/.github/gpu-job.sh base\n",
         "          . base/.github/gpu-job.sh base\n" + between(GATE, "          trap 'status=$?", "          . base/"),
         "contains the job"),
     "the status taken from the artifact alone": edit(GATE, 'case "$GATE_RESULT:$code" in', 'case "success:$code" in',

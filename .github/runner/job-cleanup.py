@@ -12,11 +12,11 @@ hook refuse every later job until an administrator has looked at the box.
                         entry or LD_PRELOAD planted there would run inside every later step of the job, this one's
                         cleanup included.
   job-cleanup.py job    Run by an `if: always()` step after the main step, with JOB_MARK, JOB_SESSION and
-                        JOB_STARTED (the main step's outputs; JOB_STARTED in ns). Ends the session's and the mark's processes again,
-                        reports every other process of the runner's user that is not this step's ancestor (the
-                        runner's own: Runner.Worker, Runner.Listener, run.sh), and removes every file of the runner's
-                        user changed since JOB_STARTED in its home, the runner's directory, /tmp, /var/tmp and
-                        /dev/shm, except the job's workspace, RUNNER_TEMP and the runner's logs (_diag).
+                        JOB_STARTED (the main step's outputs; JOB_STARTED in ns). Ends the session's and the mark's
+                        processes again, reports every other process of the runner's user that is not this step's
+                        ancestor (the runner's own: Runner.Worker, Runner.Listener, run.sh), and removes every file
+                        of the runner's user changed since JOB_STARTED in its home, the runner's directory, /tmp,
+                        /var/tmp and /dev/shm, except the job's workspace, RUNNER_TEMP and the runner's logs (_diag).
                         --watch DIR (repeatable) replaces those places and --keep DIR adds to what is spared; a test
                         or trial passes --only-marked, which spares the user's other processes.
 

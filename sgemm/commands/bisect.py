@@ -48,8 +48,8 @@ def _ends(command) -> None:
                          "notice's, else from the GPU)")
     command.add_argument("--repo", default=".", help="the repository (default: the current directory)")
     command.add_argument("--threshold", type=types.percent, default=PAIRED_THRESHOLD, metavar="PERCENT",
-                         help=f"a step must exceed this, in percent (default {PAIRED_THRESHOLD * 100:g}, the gate's for "
-                         "paired cases)")
+                         help=f"a step must exceed this, in percent (default {PAIRED_THRESHOLD * 100:g}, "
+                         "the gate's for paired cases)")
     command.add_argument("--confidence", type=_confidence, default=DEFAULT_CONFIDENCE, metavar="PERCENT",
                          help=f"of each verdict, in percent (default {DEFAULT_CONFIDENCE * 100:g})")
     command.add_argument("--max-rounds", type=types.rounds, default=DEFAULT_MAX_ROUNDS,

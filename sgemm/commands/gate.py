@@ -32,7 +32,8 @@ def add_gate(add) -> None:
     gate.add_argument("--max-rounds", type=types.rounds, default=DEFAULT_MAX_ROUNDS,
                       help=f"rounds per commit for a case whose verdict is still open (default {DEFAULT_MAX_ROUNDS})")
     gate.add_argument("--noise", type=types.path, help="round-to-round noise of unchanged code, from `sgemm noise` "
-                      "(default: noise/MACHINE.json as the base commit has it, if it has one; the head's is never read)")
+                      "(default: noise/MACHINE.json as the base commit has it, if it has one; "
+                      "the head's is never read)")
     gate.add_argument("--repo", type=types.path, default=".", help="the repository (default: the current directory)")
     gate.add_argument("--work", type=types.path,
                       help="the gate's asv environments and results (default: REPO/.asv/gate)")

@@ -167,7 +167,8 @@ def bisect(request: BisectRequest, make_source: SourceMaker | None = None) -> tu
 
     say(f"{chosen.target.label}: {len(chosen.chain.commits)} commits after the good end {chosen.target.good[:12]} "
         f"up to the bad end {chosen.target.bad[:12]} (first-parent line); state in {chosen.state}")
-    source = (make_source or PairedBuilds.on_this_gpu)(request.repo, chosen.target.good, chosen.kernel, chosen.target.size, request.device)
+    source = (make_source or PairedBuilds.on_this_gpu)(request.repo, chosen.target.good, chosen.kernel,
+                                                       chosen.target.size, request.device)
     try:
         result = run_bisect(chosen.target, chosen.chain, source, state, request.limits, say)
     finally:

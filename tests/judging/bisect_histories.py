@@ -68,7 +68,8 @@ def make_history(folder: Path, count: int, first_catalogue: str | None = None, n
 
 class FakeBuilds:
     """Rounds whose ratios are chosen per commit (1.0 where none is), with a little noise; commits in `broken`
-    cannot be timed; `noise_of` gives some commits noise of their own. `calls` lists the commit of every round asked for."""
+    cannot be timed; `noise_of` gives some commits noise of their own. `calls` lists the commit of every round
+    asked for."""
 
     method = "stood in for by a test"
 

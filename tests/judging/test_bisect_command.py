@@ -205,7 +205,8 @@ def test_confirm_appends_each_candidate_of_the_machine(history, tmp_path, capsys
     path = results / "gpu-box" / "confirmations.json"
     path.parent.mkdir(parents=True)
     earlier = {"case": "fp16/x", "size": 8192, "good": "a" * 40, "bad": "b" * 40, "verdict": "SAME", "ratio": 1.0,
-               "interval": [0.999, 1.001], "confidence": 0.95, "method": "m", "measured_at": "2026-11-01T00:00:00+00:00"}
+               "interval": [0.999, 1.001], "confidence": 0.95, "method": "m",
+               "measured_at": "2026-11-01T00:00:00+00:00"}
     path.write_text(json.dumps({"confirmations": [earlier]}))
     notices = notices_file(tmp_path, [
         notice(history, id="a", first_bad=history.commits[4], last_good=history.commits[3]),

@@ -234,13 +234,15 @@ with open(sys.argv[2], "a") as out:
     for case in plan["cases"]:
         label = case["label"]
         if label in ratios.get("failing", {}):
-            line = {"label": label, "failed": {"side": "head", "kind": "wrong result", "reason": ratios["failing"][label]}}
+            line = {"label": label, "failed": {"side": "head", "kind": "wrong result", \
+"reason": ratios["failing"][label]}}
         else:
             ratio = ratios.get("ratios", {}).get(label, 1.0) * (1 + 0.0003 * random.gauss(0, 1))
             side = {"median_s": 1e-3, "sm_clock_mhz": 1400.0, "joules": float("nan"), "relative_error": 1e-6,
                     "library": ""}
             line = {"label": label, "ratio": ratio, "interval": [ratio, ratio], "pairs": 20, "launches_per_block": 10,
-                    "seconds": 0.5, "joules_per_launch": 1.1, "sides": {"base": side, "head": dict(side, median_s=1e-3 * ratio)}}
+                    "seconds": 0.5, "joules_per_launch": 1.1, "sides": \
+{"base": side, "head": dict(side, median_s=1e-3 * ratio)}}
         out.write(json.dumps(line) + "\\n")
 """
 

@@ -96,8 +96,8 @@ def test_the_gate_is_handed_the_bases_configuration_noise_and_thresholds(change,
         handed.update(settings=settings, asv_config=asv_config, cases=cases)
         return GateResult(base, head, machine, selection, settings)
 
-    gpu = SimpleNamespace(name="Stand-in GPU", compute_capability=90, compute_capability_text="9.0", driver="1", memory_gib=80,
-                          max_sm_clock_mhz=1980.0)
+    gpu = SimpleNamespace(name="Stand-in GPU", compute_capability=90, compute_capability_text="9.0", driver="1",
+                          memory_gib=80, max_sm_clock_mhz=1980.0)
     monkeypatch.setattr(machine_module, "detect_identity", lambda device: gpu)
     monkeypatch.setattr(machine_module, "write_machine_file", lambda entry: None)
     monkeypatch.setattr(command, "run_gate", stand_in)

@@ -102,6 +102,7 @@ def test_a_compile_error_carries_the_compiler_log(monkeypatch):
     import dataclasses
 
     broken = dataclasses.replace(get_kernel("fp32/naive"), name="fp32/broken", entry="gemm_naive<32, 32>")
-    monkeypatch.setattr(build, "kernel_source", lambda kernel: "template <int X, int Y> __global__ void gemm_naive() { x; }")
+    monkeypatch.setattr(build, "kernel_source",
+                        lambda kernel: "template <int X, int Y> __global__ void gemm_naive() { x; }")
     with pytest.raises(build.BuildError, match="fp32/broken.*\n.*identifier \"x\" is undefined"):
         build.compiled(broken)

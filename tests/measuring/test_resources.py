@@ -153,7 +153,8 @@ def test_a_compile_error_carries_the_compiler_log(tmp_path, monkeypatch):
     monkeypatch.setattr(resources, "kernel_source",
                         lambda kernel: "template <int X, int Y, int Z> __global__ void gemm_naive() { x; }")
     kernel = dataclasses.replace(get_kernel("fp32/naive"), name="fp32/broken")
-    with pytest.raises(BuildError, match=r"fp32/broken: compiling .* for sm_90 failed.*\n.*identifier \"x\" is undefined"):
+    with pytest.raises(BuildError,
+                       match=r"fp32/broken: compiling .* for sm_90 failed.*\n.*identifier \"x\" is undefined"):
         resources.compile_offline(kernel, "sm_90")
 
 

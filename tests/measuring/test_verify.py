@@ -13,7 +13,8 @@ SHAPES = [(1024, 1024, 1024), (1000, 1028, 516), (512, 256, 2048), (1, 1, 1), (1
 
 def _claimed(kernel, shapes):
     """Each shape with every dimension rounded up to what the kernel claims: the edges of its own domain."""
-    return list(dict.fromkeys(tuple(-(-size // multiple) * multiple for size, multiple in zip(shape, kernel.multiple_of))
+    return list(dict.fromkeys(tuple(-(-size // multiple) * multiple
+                                    for size, multiple in zip(shape, kernel.multiple_of))
                               for shape in shapes))
 
 
