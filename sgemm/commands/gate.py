@@ -36,7 +36,9 @@ def add_gate(add) -> None:
                       "the head's is never read)")
     gate.add_argument("--repo", type=types.path, default=".", help="the repository (default: the current directory)")
     gate.add_argument("--work", type=types.path,
-                      help="the gate's asv environments and results (default: REPO/.asv/gate)")
+                      help="the gate's asv environments and results, and a paired gate's rounds (default: "
+                      "REPO/.asv/gate); a paired gate run again on the same folder reuses the rounds an earlier run "
+                      "of the same commits and settings left there and measures only what is missing")
     gate.add_argument("--machine", type=types.machine_name, help="asv machine name (default: from the GPU model)")
     gate.add_argument("--report", type=types.path, help="also write the Markdown report to this file")
     gate.add_argument("--no-sweep", action="store_true", help="square sizes only: leave out seed 003's shape sweep")

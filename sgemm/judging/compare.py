@@ -189,7 +189,7 @@ class PairedBuilds:
         label = self.case.label
         measured = session.measured[label]
         try:
-            session.measure([label], len(measured.ratios) + 1)
+            session.measure([label], measured.count + 1)
         except GateError as exc:  # the GPU is not ours alone
             raise Stopped(str(exc)) from exc
         if session.shared_gpu:
@@ -199,8 +199,9 @@ class PairedBuilds:
             if reason.startswith("base:"):
                 raise Stopped(f"the good commit's build cannot be timed: {reason.removeprefix('base:').strip()}")
             raise Unmeasurable(reason.removeprefix("head:").strip())
-        return Round(measured.ratios[-1], measured.base_s[-1], measured.head_s[-1], measured.base_clocks[-1],
-                     measured.head_clocks[-1], measured.block_s)
+        rounds = measured.rounds(measured.count)
+        return Round(rounds.ratios[-1], rounds.base_s[-1], rounds.head_s[-1], rounds.base_clocks_mhz[-1],
+                     rounds.head_clocks_mhz[-1], rounds.block_s)
 
     @classmethod
     def on_this_gpu(cls, repo: Path, good: str, kernel: Kernel, size: int, device: int = 0) -> PairedBuilds:

@@ -19,6 +19,7 @@ failed or stayed AMBIGUOUS or NOT POWERED, a kernel came or went undeclared, or 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -83,7 +84,8 @@ class GateResult:
     problems: list[str] = field(default_factory=list)  # why the gate could not decide, beyond the cases
     environment: list[str] = field(default_factory=list)  # what changed on the box between the sides
     rounds: int = 0  # the most rounds any case got
-    processes: int = 0
+    processes: int = 0  # this run's: a resumed gate's earlier rounds are in `resumed`
+    resumed: str = ""  # what of an earlier run's rounds this one took over, and what it set aside
     wall_s: float = 0.0
 
     @property
@@ -126,7 +128,8 @@ def _run_paired(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Pat
     settings = result.settings
     thresholds = {pair.label: settings.threshold_for(pair.head.kernel, PAIRED) for pair in pairs}
     session = PairedSession(repo, result.base, result.head, pairs, work_dir, device, thresholds,
-                            settings.noise.get(PAIRED, {}), lambda: gpu_check(device, settings.idle_timeout_s))
+                            settings.noise.get(PAIRED, {}), lambda: gpu_check(device, settings.idle_timeout_s),
+                            machine=result.machine)
     to_time = []
     for pair in pairs:
         before, after = session.builds(pair.label)
@@ -140,6 +143,9 @@ def _run_paired(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Pat
         result.unchanged = {label: why for label, why in session.unchanged(compute_capability).items()
                             if label in to_time}
     to_time = [label for label in to_time if label not in result.unchanged]
+    if resumed := session.resume(to_time):
+        result.resumed = resumed.describe()
+        print(f"sgemm gate: resuming: {result.resumed}", file=sys.stderr)
     try:
         outcome = run_looks(to_time, session.measure, _schedule(settings)) if to_time else None
     except GateError as exc:

@@ -9,6 +9,12 @@ this GPU (a comment in a shared header changes the source NVRTC reads, not what 
 catalogue field that shapes it: two entries can share a cubin and differ in their grid, shared memory, cluster, TMA
 boxes or pitch); a library kernel (cuBLAS) is one library for both sides of one process. `time_unchanged` times them
 anyway, as an A/A gate wants.
+
+A gate cut off (killed, or out of time) resumes from its work folder when run again on it: the rounds of the earlier
+run whose plan is this gate's (the same base and head commits, the same build inputs for the case, the same
+machine, measuring code and round settings) count toward the rounds each case needs, their complete lines only;
+rounds planned otherwise are moved aside into set-aside/, never mixed in. A case is judged at each look on its first
+rounds, as many as that look asks for, so that a resumed gate judges what an uninterrupted one would have.
 """
 
 from __future__ import annotations
@@ -16,15 +22,19 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
+import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .. import sourcetree
 from ..catalogue import Kernel
+from ..measuring.build import kernel_source
 from ..measuring.paired import PairedSettings
 from .unpaired_rounds import Pair
 from .verdict import Case, Noise, PairedRounds
@@ -90,29 +100,100 @@ def unchanged_programs(pairs: list[tuple[str, Kernel, Kernel]], compute_capabili
     return found
 
 
+_ROUND_FILE = re.compile(r"round-(\d+)\.plan\.json")
+
+
+def build_digest(kernel: Kernel | None) -> str:
+    """sha256 of what a build's program is made of: its catalogue entry (where its tree lies aside) and its source
+    with every header it includes."""
+    if kernel is None:
+        return ""
+    digest = hashlib.sha256(repr(replace(kernel, kernel_dir=Path())).encode())
+    if kernel.source:
+        digest.update(kernel_source(kernel).encode())
+    return digest.hexdigest()
+
+
+def measuring_code_digest() -> str:
+    """sha256 of the code a round's process runs: this package's measuring modules and what reads the trees."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in [*sorted((package / "measuring").glob("*.py")), package / "sourcetree.py", package / "catalogue.py"]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What a gate took over from the rounds an earlier run of it left in its work folder."""
+
+    rounds: int  # round processes with a line taken
+    cases: int
+    lines: int
+    first: str  # when the first and the last of those rounds were written (UTC)
+    last: str
+    set_aside: int  # rounds planned otherwise, moved aside
+    where: Path
+
+    def describe(self) -> str:
+        text = (f"{self.rounds} rounds of {self.cases} cases reused from {self.where} ({self.lines} case rounds, "
+                f"written {self.first} to {self.last})") if self.lines else f"no round reused from {self.where}"
+        return text + (f"; {self.set_aside} rounds of another plan moved aside" if self.set_aside else "")
+
+
 @dataclass
 class _Measured:
-    ratios: list[float] = field(default_factory=list)
-    base_clocks: list[float] = field(default_factory=list)
-    head_clocks: list[float] = field(default_factory=list)
-    base_s: list[float] = field(default_factory=list)
-    head_s: list[float] = field(default_factory=list)
-    block_s: float = math.inf
-    joules: list[float] = field(default_factory=list)
+    lines: list[dict] = field(default_factory=list)
 
-    def add(self, line: dict) -> None:
-        base, head = line["sides"]["base"], line["sides"]["head"]
-        self.ratios.append(line["ratio"])
-        self.base_clocks.append(base["sm_clock_mhz"])
-        self.head_clocks.append(head["sm_clock_mhz"])
-        self.base_s.append(base["median_s"])
-        self.head_s.append(head["median_s"])
-        self.block_s = min(self.block_s, line["launches_per_block"] * min(base["median_s"], head["median_s"]))
-        self.joules.append(line.get("joules_per_launch", math.nan))
+    @property
+    def count(self) -> int:
+        return len(self.lines)
 
-    def rounds(self) -> PairedRounds:
-        return PairedRounds(tuple(self.ratios), tuple(self.base_clocks), tuple(self.head_clocks),
-                            tuple(self.base_s), tuple(self.head_s), self.block_s, tuple(self.joules))
+    def rounds(self, count: int) -> PairedRounds:
+        """The first `count` rounds: a look judges the rounds it asked for, however many an earlier run left."""
+        lines = self.lines[:count]
+        sides = [(line["sides"]["base"], line["sides"]["head"]) for line in lines]
+        return PairedRounds(tuple(line["ratio"] for line in lines),
+                            tuple(base["sm_clock_mhz"] for base, _ in sides),
+                            tuple(head["sm_clock_mhz"] for _, head in sides),
+                            tuple(base["median_s"] for base, _ in sides),
+                            tuple(head["median_s"] for _, head in sides),
+                            min((line["launches_per_block"] * min(base["median_s"], head["median_s"])
+                                 for line, (base, head) in zip(lines, sides)), default=math.inf),
+                            tuple(line.get("joules_per_launch", math.nan) for line in lines))
+
+
+def _complete(line: object) -> bool:
+    """A line a round's process finished writing: a ratio with its sides, or a failure."""
+    if not isinstance(line, dict) or not isinstance(line.get("label"), str):
+        return False
+    if isinstance(line.get("failed"), dict):
+        return {"kind", "reason"} <= line["failed"].keys()
+    try:
+        sides = line["sides"]["base"], line["sides"]["head"]
+        return all(isinstance(value, (int, float)) for value in (
+            line["ratio"], line["launches_per_block"], *(side[key] for side in sides
+                                                         for key in ("sm_clock_mhz", "median_s"))))
+    except (KeyError, TypeError):
+        return False
+
+
+def _read_lines(path: Path) -> list[dict]:
+    """The complete lines of a round's output; one cut off as it was written is left out."""
+    found = []
+    for text in path.read_text(errors="replace").splitlines() if path.exists() else []:
+        try:
+            line = json.loads(text)
+        except ValueError:
+            continue
+        if _complete(line):
+            found.append(line)
+    return found
+
+
+def _normal(value):
+    """As JSON reads it back: a plan written earlier compares equal to the same plan made now."""
+    return json.loads(json.dumps(value))
 
 
 class PairedSession:
@@ -121,23 +202,29 @@ class PairedSession:
 
     def __init__(self, repo: Path, base: str, head: str, pairs: list[Pair], work_dir: Path, device: int,
                  thresholds: dict[str, float], noise: dict[str, Noise], gpu_check: Callable[[], None],
-                 settings: PairedSettings = ROUND_SETTINGS):
+                 settings: PairedSettings = ROUND_SETTINGS, machine: str = ""):
         self.pairs = {pair.label: pair for pair in pairs}
         self.thresholds, self.noise, self.gpu_check, self.settings, self.device = thresholds, noise, gpu_check, \
             settings, device
         self.trees = {}
+        shutil.rmtree(work_dir / "trees", ignore_errors=True)  # an earlier run's exports: made again, from the commits
         try:
             for side, commit in (("base", base), ("head", head)):
                 self.trees[side] = sourcetree.export(repo, commit, work_dir / "trees" / side)
             self.kernels = {side: sourcetree.kernels(tree) for side, tree in self.trees.items()}
         except sourcetree.TreeError as exc:
             raise PairingError(str(exc)) from exc
+        # What makes a round's lines this gate's, beside each case's own entry in the plan.
+        self.identity = {"base": base, "head": head, "machine": machine, "measuring_code": measuring_code_digest()}
+        self.work_dir = work_dir
         self.rounds_dir = work_dir / "rounds"
         self.rounds_dir.mkdir(parents=True, exist_ok=True)
         self.measured: dict[str, _Measured] = {label: _Measured() for label in self.pairs}
         self.failed: dict[str, str] = {}
         self.shared_gpu: list[str] = []
-        self.processes = 0
+        self.processes = 0  # this run's
+        self.next_round = 1
+        self.resumed: Resumed | None = None
 
     def builds(self, label: str) -> tuple[Kernel | None, Kernel | None]:
         pair = self.pairs[label]
@@ -147,37 +234,94 @@ class PairedSession:
         both = [(label, *self.builds(label)) for label in self.pairs]
         return unchanged_programs([item for item in both if item[1] and item[2]], compute_capability)
 
+    def _case(self, label: str) -> dict:
+        pair = self.pairs[label]
+        before, after = self.builds(label)
+        return {"label": label, "kernels": {"base": pair.base.kernel, "head": pair.head.kernel},
+                "shape": list(pair.head.shape), "builds": {"base": build_digest(before), "head": build_digest(after)}}
+
     def _plan(self, labels: list[str]) -> dict:
-        cases = []
-        for label in labels:
-            pair = self.pairs[label]
-            cases.append({"label": label, "kernels": {"base": pair.base.kernel, "head": pair.head.kernel},
-                          "shape": list(pair.head.shape)})
         return {"trees": {side: str(tree) for side, tree in self.trees.items()}, "device": self.device,
-                "settings": asdict(self.settings), "cases": cases}
+                "settings": asdict(self.settings), "identity": self.identity,
+                "cases": [self._case(label) for label in labels]}
+
+    def _take(self, line: dict) -> None:
+        failed = line.get("failed")
+        if failed and failed["kind"] == "gpu shared":
+            self.shared_gpu.append(failed["reason"])
+        elif failed:
+            where = f"{failed['side']}: " if failed.get("side") else ""
+            self.failed.setdefault(line["label"], f"{where}{failed['kind']}: {failed['reason']}")
+        else:
+            self.measured[line["label"]].lines.append(line)
+
+    def resume(self, labels: list[str]) -> Resumed | None:
+        """Take over the rounds an earlier run of this gate left for these cases (None when there were none), and
+        move aside those of another plan. A case's line counts where the plan it ran under is the one this gate
+        would write for it; a line cut off, or a GPU found shared, is measured again."""
+        earlier = sorted((int(match.group(1)), path) for path in self.rounds_dir.glob("round-*.plan.json")
+                         if (match := _ROUND_FILE.fullmatch(path.name)))
+        if not earlier:
+            return None
+        wanted = {label: _normal(self._case(label)) for label in labels}
+        common = _normal({"device": self.device, "settings": asdict(self.settings), "identity": self.identity})
+        set_aside, taken, lines_taken, cases, times = 0, 0, 0, set(), []
+        aside = self._aside_folder()
+        for number, plan_path in earlier:
+            out = self.rounds_dir / f"round-{number}.jsonl"
+            try:
+                plan = json.loads(plan_path.read_text())
+                cases_planned = {case["label"]: case for case in plan["cases"]}
+                ours = all(plan.get(key) == value for key, value in common.items())
+            except (ValueError, KeyError, TypeError, AttributeError):
+                ours = False
+            if not ours:
+                aside.mkdir(parents=True, exist_ok=True)
+                for path in self.rounds_dir.glob(f"round-{number}.*"):
+                    path.rename(aside / path.name)
+                set_aside += 1
+                continue
+            self.next_round = number + 1
+            lines = [line for line in _read_lines(out) if line["label"] in wanted
+                     and cases_planned.get(line["label"]) == wanted[line["label"]]
+                     and (line.get("failed") or {}).get("kind") != "gpu shared"
+                     and line["label"] not in self.failed]
+            for line in lines:
+                self._take(line)
+                cases.add(line["label"])
+            if lines:
+                taken, lines_taken = taken + 1, lines_taken + len(lines)
+                times.append(out.stat().st_mtime)
+        first, last = [time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(moment))
+                       for moment in (min(times), max(times))] if times else ("", "")
+        self.resumed = Resumed(taken, len(cases), lines_taken, first, last, set_aside, self.rounds_dir)
+        return self.resumed
+
+    def _aside_folder(self) -> Path:
+        """Where earlier rounds of another plan (other commits, settings, machine or code) are kept, out of the way:
+        nothing reads set-aside/ as this gate's rounds, nor `sgemm noise` as anyone's."""
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        folder, copy = self.work_dir / "set-aside" / stamp, 1
+        while folder.exists():
+            copy += 1
+            folder = self.work_dir / "set-aside" / f"{stamp}-{copy}"
+        return folder
 
     def _round(self, labels: list[str]) -> None:
         self.gpu_check()
         self.processes += 1
-        plan_path = self.rounds_dir / f"round-{self.processes}.plan.json"
-        out, log = (self.rounds_dir / f"round-{self.processes}.jsonl", self.rounds_dir / f"round-{self.processes}.log")
+        number, self.next_round = self.next_round, self.next_round + 1
+        plan_path = self.rounds_dir / f"round-{number}.plan.json"
+        out, log = (self.rounds_dir / f"round-{number}.jsonl", self.rounds_dir / f"round-{number}.log")
         plan_path.write_text(json.dumps(self._plan(labels)))
-        print(f"sgemm gate: round {self.processes}: {len(labels)} cases paired in one process", file=sys.stderr)
+        print(f"sgemm gate: round {number}: {len(labels)} cases paired in one process", file=sys.stderr)
         with open(log, "w") as stderr:
             status = subprocess.run([*ROUND_COMMAND, str(plan_path), str(out)], stdout=stderr,
                                     stderr=subprocess.STDOUT).returncode
         seen = set()
-        for text in out.read_text().splitlines() if out.exists() else []:
-            line = json.loads(text)
+        for line in _read_lines(out):
             seen.add(line["label"])
-            failed = line.get("failed")
-            if failed and failed["kind"] == "gpu shared":
-                self.shared_gpu.append(failed["reason"])
-            elif failed:
-                where = f"{failed['side']}: " if failed.get("side") else ""
-                self.failed.setdefault(line["label"], f"{where}{failed['kind']}: {failed['reason']}")
-            else:
-                self.measured[line["label"]].add(line)
+            self._take(line)
         for label in labels:
             if label not in seen and label not in self.failed:
                 last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
@@ -185,11 +329,10 @@ class PairedSession:
 
     def measure(self, labels: list[str], rounds: int) -> dict[str, Case]:
         while not self.shared_gpu:
-            short = [label for label in labels if label not in self.failed
-                     and len(self.measured[label].ratios) < rounds]
+            short = [label for label in labels if label not in self.failed and self.measured[label].count < rounds]
             if not short:
                 break
             self._round(short)
         return {label: Case(label, self.pairs[label].head.kernel, self.thresholds[label],
-                            paired=self.measured[label].rounds(), noise=self.noise.get(label))
-                for label in labels if label not in self.failed and len(self.measured[label].ratios) >= rounds}
+                            paired=self.measured[label].rounds(rounds), noise=self.noise.get(label))
+                for label in labels if label not in self.failed and self.measured[label].count >= rounds}

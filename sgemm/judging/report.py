@@ -86,7 +86,7 @@ def markdown(result: GateResult, gpu_line: str) -> str:
         + (f"; {result.wall_s:.0f} s" if result.wall_s else ""),
         f"- GPU: {gpu_line} (asv machine `{result.machine}`)",
         f"- Measured: {_measured(result)}",
-        f"- How: {_method(result)}",
+        f"- How: {_method(result)}" + (f"; resumed: {result.resumed}" if result.resumed else ""),
         f"- Threshold: {thresholds}" + "".join(f", `{p}` {v:.2%}" for p, v in settings.patterns)
         + (f"; noise of unchanged code known for {sum(1 for c in result.comparisons if c.case.noise)} cases"
            if settings.noise else "") + (f"; {settings.noise_note}" if settings.noise_note else ""),

@@ -343,6 +343,183 @@ def test_a_change_of_the_measuring_code_is_measured_unpaired_and_says_why(kernel
     assert selection.everything and "sgemm/measuring/paired.py" in selection.everything
 
 
+# --- Paired, resumed: a gate cut off takes over its earlier rounds -------------------------------------------------
+
+# A stand-in for the round process whose figures are fixed: a case's k-th round (counted over the round files in its
+# folder) always has the same ratio, so that a gate cut off and resumed meets the very lines an uninterrupted one
+# does. With "cut_after" set, the process writes half a line and dies once the folder holds that many lines.
+FIXED_ROUND = """
+import json, random, sys
+from pathlib import Path
+plan_path = Path(sys.argv[1])
+setup = json.loads((plan_path.parent / ".." / ".." / ".." / "fake-ratios.json").read_text())
+def complete(path):
+    for text in path.read_text().splitlines():
+        try:
+            yield json.loads(text)
+        except ValueError:
+            pass
+earlier = [line["label"] for path in plan_path.parent.glob("round-*.jsonl") for line in complete(path)]
+with open(sys.argv[2], "a") as out:
+    for case in json.loads(plan_path.read_text())["cases"]:
+        label = case["label"]
+        if setup.get("cut_after") is not None and len(earlier) >= setup["cut_after"]:
+            out.write('{"label": "' + label + '", "rat')
+            sys.exit(1)
+        noise = random.Random(f"{label}/{earlier.count(label)}").gauss(0, 1)
+        ratio = setup["ratios"].get(label, 1.0) * (1 + setup["spread"].get(label, 0.0003) * noise)
+        side = {"median_s": 1e-3, "sm_clock_mhz": 1400.0, "joules": 1.0, "relative_error": 1e-6, "library": ""}
+        out.write(json.dumps({"label": label, "ratio": ratio, "interval": [ratio, ratio], "pairs": 20,
+                              "launches_per_block": 10, "seconds": 0.5, "joules_per_launch": 1.1,
+                              "sides": {"base": side, "head": dict(side, median_s=1e-3 * ratio)}}) + "\\n")
+        earlier.append(label)
+"""
+
+WARPTILE, WMMA = "fp32/warptile 4096x4096x4096", "fp16/wmma_naive 4096x4096x4096"
+# A clear regression, decided at the first look, and a noisy case, open until the most rounds.
+FIXED_RATIOS, FIXED_SPREAD = {WARPTILE: 1.005, WMMA: 1.0}, {WMMA: 0.003}
+
+
+class Cut(Exception):
+    """The gate killed between two rounds."""
+
+
+def cut_after(calls: int):
+    made = []
+
+    def check(device, timeout):
+        made.append(1)
+        if len(made) > calls:
+            raise Cut
+    return check
+
+
+@pytest.fixture
+def fixed_repo(kernel_repo, tmp_path, monkeypatch):
+    repo, commit = kernel_repo
+    fixed = tmp_path / "fixed_round.py"
+    fixed.write_text(FIXED_ROUND)
+    monkeypatch.setattr(paired_rounds, "ROUND_COMMAND", (sys.executable, str(fixed)))
+    base = git(repo, "rev-parse", "HEAD")
+    head = commit("spin in the warptile kernel; a comment in the WMMA kernel",
+                  {"kernels/fp32_warptile.cu": SPIN, "kernels/fp16_wmma.cu": COMMENT})
+    return repo, commit, base, head
+
+
+def fixed_gate(repo, base, head, where: Path, cut=None, gpu_check=no_wait, **settings):
+    """A gate whose work folder is where/gate; `time_unchanged`, so that both changed kernels are timed."""
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "fake-ratios.json").write_text(json.dumps({"ratios": FIXED_RATIOS, "spread": FIXED_SPREAD,
+                                                        "cut_after": cut}))
+    selection = select_kernels(str(repo), base, head)
+    cases = [SuiteCase.square(name, 4096) for name in selection.kernels if "cublas" not in name]
+    return run_gate(repo, base, head, selection, cases, "gpu-box", where / "gate",
+                    Settings(**{"rounds": 3, "max_rounds": 6, "time_unchanged": True, **settings}),
+                    gpu_check=gpu_check)
+
+
+def judged(result: GateResult) -> dict:
+    return {c.label: (c.verdict, c.ratio, c.interval, c.q_value, c.case.rounds, c.level.rounds_before)
+            for c in result.judged}
+
+
+def test_paired_a_gate_cut_off_mid_round_resumes_and_judges_as_if_never_cut(fixed_repo, tmp_path, capsys):
+    repo, _, base, head = fixed_repo
+    whole = fixed_gate(repo, base, head, tmp_path / "whole")
+    assert judged(whole)[WARPTILE][0] is Verdict.REGRESSION and judged(whole)[WARPTILE][4] == 3
+    assert judged(whole)[WMMA][4] == 6  # open at 3 rounds: more rounds, so the resumed gate must reach the later look
+    assert not whole.resumed
+    # Killed in round 2, after its first case and half a line of the next (cut_after: 2 cases + 1 line), then stopped
+    # before round 3 could start.
+    with pytest.raises(Cut):
+        fixed_gate(repo, base, head, tmp_path / "cut", cut=3, gpu_check=cut_after(2))
+    rounds = tmp_path / "cut" / "gate" / "paired" / "rounds"
+    assert (rounds / "round-2.jsonl").read_text().endswith('"rat')  # the half line is there
+    capsys.readouterr()
+    resumed = fixed_gate(repo, base, head, tmp_path / "cut")
+    assert judged(resumed) == judged(whole)  # the same verdicts, ratios, intervals, q values and rounds
+    assert resumed.exit_status == whole.exit_status == EXIT_REGRESSION
+    # Rounds 1 and 2 were taken over (two cases, then one: the half line is measured again), the rest measured.
+    assert resumed.resumed.startswith(f"2 rounds of 2 cases reused from {rounds} (3 case rounds, written 20")
+    assert f"sgemm gate: resuming: 2 rounds of 2 cases reused from {rounds}" in capsys.readouterr().err
+    assert resumed.processes == whole.processes - 1  # round 2's missing case went into round 3
+    assert sorted(p.name for p in rounds.glob("*.jsonl")) == [f"round-{n}.jsonl" for n in range(1, 8)]
+    assert "; resumed: 2 rounds of 2 cases reused" in markdown(resumed, "H100")
+
+
+def test_paired_a_gate_given_more_rounds_takes_over_the_rounds_it_had(fixed_repo, tmp_path):
+    repo, _, base, head = fixed_repo
+    whole = fixed_gate(repo, base, head, tmp_path / "whole")
+    short = fixed_gate(repo, base, head, tmp_path / "again", max_rounds=3)
+    assert judged(short)[WMMA][4] == 3
+    more = fixed_gate(repo, base, head, tmp_path / "again")
+    assert judged(more) == judged(whole)
+    assert more.resumed.startswith("3 rounds of 2 cases reused") and more.processes == 3
+
+
+def test_paired_rounds_of_other_commits_are_set_aside_never_mixed_in(fixed_repo, tmp_path):
+    repo, commit, base, head = fixed_repo
+    fixed_gate(repo, base, head, tmp_path / "reused", max_rounds=3)
+    # Another head with the same kernels, so that only the commit tells the rounds apart.
+    other = commit("a comment elsewhere", {"kernels/fp16_wmma.cu": ("// a comment: the same program\n",
+                                                                    "// a comment: the same program, reworded\n")})
+    fresh = fixed_gate(repo, base, other, tmp_path / "fresh")
+    result = fixed_gate(repo, base, other, tmp_path / "reused")
+    assert judged(result) == judged(fresh) and result.processes == fresh.processes
+    assert result.resumed == f"no round reused from {tmp_path / 'reused' / 'gate' / 'paired' / 'rounds'}; " \
+                             "3 rounds of another plan moved aside"
+    aside = list((tmp_path / "reused" / "gate" / "paired" / "set-aside").iterdir())
+    assert len(aside) == 1 and sorted(p.name for p in aside[0].glob("*.plan.json")) == \
+        ["round-1.plan.json", "round-2.plan.json", "round-3.plan.json"]
+    plans = [json.loads(p.read_text()) for p in (tmp_path / "reused" / "gate" / "paired" / "rounds").glob("*.json")]
+    assert {plan["identity"]["head"] for plan in plans} == {other}
+
+
+@pytest.mark.parametrize("change", ["settings", "device", "build", "shape"])
+def test_paired_rounds_planned_otherwise_are_not_reused(fixed_repo, tmp_path, change):
+    repo, _, base, head = fixed_repo
+    fixed_gate(repo, base, head, tmp_path / "w", max_rounds=3)
+    rounds = tmp_path / "w" / "gate" / "paired" / "rounds"
+    for path in rounds.glob("*.plan.json"):
+        plan = json.loads(path.read_text())
+        if change == "settings":
+            plan["settings"]["max_s"] *= 2
+        elif change == "device":
+            plan["device"] = 1
+        elif change == "build":
+            plan["cases"][0]["builds"]["head"] = "0" * 64
+        else:
+            plan["cases"][0]["shape"] = [4096, 4096, 2048]
+        path.write_text(json.dumps(plan))
+    result = fixed_gate(repo, base, head, tmp_path / "w")
+    if change in ("settings", "device"):  # the whole round is another plan's
+        assert result.resumed.endswith("3 rounds of another plan moved aside") and "no round reused" in result.resumed
+        assert result.processes == fixed_gate(repo, base, head, tmp_path / "fresh").processes
+        assert judged(result) == judged(fixed_gate(repo, base, head, tmp_path / "whole"))
+    else:  # that case alone is measured again; the other case's lines are this gate's
+        assert result.resumed.startswith("3 rounds of 1 cases reused") and "moved aside" not in result.resumed
+        label = json.loads((rounds / "round-1.plan.json").read_text())["cases"][0]["label"]
+        ratios = {number: [line["ratio"] for line in map(json.loads, (rounds / f"round-{number}.jsonl").read_text()
+                                                          .splitlines()) if line["label"] == label]
+                  for number in range(1, result.processes + 4)}
+        again = [ratio for number in range(4, result.processes + 4) for ratio in ratios[number]]
+        case = next(c for c in result.judged if c.label == label)
+        assert case.case.paired.ratios == tuple(again[:case.case.rounds])  # none of rounds 1 to 3
+
+
+def test_a_paired_gate_leaves_an_unpaired_gates_work_alone(fixed_repo, tmp_path):
+    repo, _, base, head = fixed_repo
+    unpaired = tmp_path / "w" / "gate" / "unpaired"
+    for name, text in (("results/gpu-box/abc-virtualenv.json", '{"results": {}}'), ("case-events.jsonl", "{}\n"),
+                       ("asv.conf.json", "{}")):
+        (unpaired / name).parent.mkdir(parents=True, exist_ok=True)
+        (unpaired / name).write_text(text)
+    before = {path: path.read_bytes() for path in unpaired.rglob("*") if path.is_file()}
+    result = fixed_gate(repo, base, head, tmp_path / "w")
+    assert not result.resumed
+    assert {path: path.read_bytes() for path in unpaired.rglob("*") if path.is_file()} == before
+
+
 # --- Exit status and report ----------------------------------------------------------------------------------------
 
 
