@@ -5,6 +5,7 @@ the builds or the time run out, NO STEP when the ends are the same."""
 import json
 import math
 
+import bisect_histories as histories
 import pytest
 
 from sgemm.judging.bisect import (
@@ -23,6 +24,16 @@ from sgemm.judging.compare import Schedule
 from sgemm.judging.targets import Target
 
 KERNEL, SIZE = "fp32/warptile", 4096
+
+
+@pytest.fixture
+def make_history(tmp_path):
+    return lambda *args, **kwargs: histories.make_history(tmp_path, *args, **kwargs)
+
+
+@pytest.fixture
+def fake_builds():
+    return histories.FakeBuilds
 
 
 def target(history, good=0, bad=-1):

@@ -14,6 +14,16 @@ KERNEL, SIZE = "fp32/warptile", 4096
 
 
 @pytest.fixture
+def make_history(tmp_path):
+    return lambda *args, **kwargs: histories.make_history(tmp_path, *args, **kwargs)
+
+
+@pytest.fixture
+def fake_builds():
+    return histories.FakeBuilds
+
+
+@pytest.fixture
 def no_gpu(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the GPU was asked for before the input was checked")

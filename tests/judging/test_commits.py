@@ -1,11 +1,17 @@
 """The ends of a step checked, and the first-parent line between them (the refusals through the command line are in
 test_bisect_command.py)."""
 
+import bisect_histories as histories
 import pytest
 
 from sgemm.judging.commits import RangeError, check_ends, first_parent_chain, subject
 
 KERNEL = "fp32/warptile"
+
+
+@pytest.fixture
+def make_history(tmp_path):
+    return lambda *args, **kwargs: histories.make_history(tmp_path, *args, **kwargs)
 
 
 def test_the_ends_resolve_to_full_hashes_and_the_bad_ends_entry(make_history):

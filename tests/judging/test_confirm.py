@@ -3,12 +3,19 @@
 import json
 import re
 
+import bisect_histories as histories
+import pytest
 
 from sgemm.judging.compare import Schedule
 from sgemm.judging.confirm import already_decided, confirm
 from sgemm.judging.targets import Target
 
 GOOD, BAD = "a" * 40, "b" * 40
+
+
+@pytest.fixture
+def fake_builds():
+    return histories.FakeBuilds
 
 
 def test_a_step_is_confirmed_and_recorded_in_the_files_format(tmp_path, fake_builds):
