@@ -46,6 +46,7 @@ from .compare import (
     Verdict,
     compare,
 )
+from .gate import PAIRED_THRESHOLD
 from .targets import Target
 
 STATE_FORMAT = 1
@@ -73,7 +74,7 @@ class RoundSource(Protocol):
 
 @dataclass(frozen=True)
 class Limits:
-    threshold: float = 0.0025  # the step must exceed it; the gate's paired threshold
+    threshold: float = PAIRED_THRESHOLD  # the step must exceed it
     schedule: Schedule = DEFAULT_SCHEDULE
     max_builds: int | None = None  # commits built, the good end included
     budget_s: float | None = None  # wall time of this run

@@ -30,6 +30,7 @@ from .bisect import (
 from .commits import Chain, RangeError, check_ends, first_parent_chain
 from .compare import PairedBuilds, Schedule, Unmeasurable
 from .confirm import already_decided, confirm
+from .gate import PAIRED_THRESHOLD
 from .targets import NOTICE_ID, Target, TargetError, candidates, from_notice, identifier
 
 DEFAULT_LIMITS = Limits()
@@ -188,7 +189,7 @@ class ConfirmRequest:
     ask: Ask
     results: Path
     machine: str | None = None
-    threshold: float = 0.0025
+    threshold: float = PAIRED_THRESHOLD
     schedule: Schedule = DEFAULT_SCHEDULE
     budget_s: float | None = None
     device: int = 0
