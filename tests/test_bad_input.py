@@ -364,6 +364,36 @@ KNOWN = [
 
 # More of each kind, and the inputs that once ran on, touched the GPU first, wrote where they should not, or ended in
 # a traceback.
+BISECT = ["--repo", "{repo}", "--machine", "box", "--results", "{results}"]
+ENDS = ["--size", "4096", "--good", "HEAD~1", "--bad", "HEAD"]
+BISECT_AND_CONFIRM = [
+    (["bisect", "fp32/warptile", "--size", "4096", "--good", "HEAD", "--bad", "HEAD~1", *BISECT], 2,
+     "sgemm bisect: fp32/warptile at 4096 (the command line): the good end … is not an ancestor of the bad end"),
+    (["bisect", "fp32/warptile", "--size", "4096", "--good", "HEAD", "--bad", "HEAD", *BISECT], 2,
+     "the good and the bad end are the same commit … the range is empty"),
+    (["bisect", "fp32/warptile", "--size", "4096", "--good", "nope", "--bad", "HEAD", *BISECT], 2,
+     "the good end 'nope' is not a commit of {repo}"),
+    (["bisect", "fp32/nope", *ENDS, *BISECT], 2, "fp32/nope is not in the catalogue of the good end"),
+    (["bisect", "fp32/cublas", *ENDS, *BISECT], 2, "fp32/cublas calls cublas, one library at every commit"),
+    (["bisect", "fp16/wgmma_tma", "--size", "1000", "--good", "HEAD~1", "--bad", "HEAD", *BISECT], 2,
+     "fp16/wgmma_tma needs M to be a multiple of 128 (got M=1000)"),
+    (["bisect", "fp32/warptile", "--good", "HEAD~1", "--bad", "HEAD", *BISECT], 2, "--size missing"),
+    (["bisect", "--notice", "x", "--notices", "{tmp}/notes/mine.txt", *BISECT], 2,
+     "--notices {tmp}/notes/mine.txt: not a readable JSON file"),
+    (["bisect", "--notice", "x", "--notices", "{tmp}/nothere.json", *BISECT], 2,
+     "--notices {tmp}/nothere.json: no such file"),
+    (["bisect", "fp32/warptile", *ENDS, "--repo", "{repo}", "--machine", "box", "--results", "{tmp}/file.txt"], 2,
+     "--results {tmp}/file.txt is not a directory"),
+    (["bisect", "fp32/warptile", *ENDS, *BISECT, "--confidence", "150"], 2,
+     "expected a percentage between 0 and 100, got '150'"),
+    (["bisect", "fp32/warptile", *ENDS, *BISECT, "--max-builds", "0"], 2, "--max-builds must be at least 2, got 0"),
+    (["confirm", "fp32/warptile", "--size", "4096", "--good", "HEAD", "--bad", "HEAD~1", *BISECT], 2,
+     "sgemm confirm: fp32/warptile at 4096 (the command line): the good end … is not an ancestor of the bad end"),
+    (["confirm", "--notices", "{tmp}/notes/mine.txt", *BISECT], 2,
+     "--notices {tmp}/notes/mine.txt: not a readable JSON file"),
+    (["confirm", "fp32/nope", *ENDS, *BISECT], 2, "fp32/nope is not in the catalogue of the good end"),
+]
+
 VARIANTS = [
     # the command line
     (["list", "extra"], 2, "unrecognized arguments: extra"),
@@ -882,13 +912,13 @@ def catalogue_rows() -> list[Row]:
     return made
 
 
-BAD_INPUT = rows(KNOWN) + rows(VARIANTS) + catalogue_rows()
+BAD_INPUT = rows(KNOWN) + rows(VARIANTS) + rows(BISECT_AND_CONFIRM) + catalogue_rows()
 
 
 def test_the_table_has_every_kind_of_row():
     commands = {row.argv[0] if row.argv else "(none)" for row in BAD_INPUT}
     assert commands == {"(none)", "frobnicate", "list", "check", "bench", "report", "merge", "publish", "history",
-                        "machine", "noise", "gate"}
+                        "machine", "noise", "gate", "bisect", "confirm"}
     assert len(BAD_INPUT) >= 250
     assert len({row.id for row in BAD_INPUT}) == len(BAD_INPUT), "two rows with one id"
 
