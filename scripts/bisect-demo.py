@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -41,31 +40,17 @@ def _history_demo():
 
 
 history_demo = _history_demo()
-SCENARIO = history_demo.SCENARIOS["hopper"]
-KERNEL = SCENARIO.slowed[0]
+KERNEL = history_demo.HOPPER_PAIR[0]
 
 
-def build_branch(clone: Path, commits: int, slow_at: int, percent: float) -> tuple[str, list[tuple[str, str]]]:
-    """The branch `main` in a clone of HEAD: its base, and (hash, subject) of each commit. Dates are fixed, a minute
-    apart after HEAD's, so the same HEAD gives the same hashes."""
-    git = history_demo.git
-    git(ROOT, "clone", "-q", "--no-hardlinks", str(ROOT), str(clone))
-    git(clone, "checkout", "-q", "-B", "main")
-    base, base_time = git(clone, "rev-parse", "HEAD"), int(git(clone, "log", "-1", "--format=%ct"))
-    made = []
-    for number in range(1, commits + 1):
-        if number == slow_at:
-            history_demo.slow_down(SCENARIO, clone / SCENARIO.source, percent)
-            subject = f"{' and '.join(SCENARIO.slowed)}: a spin of about {percent:g}% of the time"
-        else:
-            with open(clone / "README.md", "a") as readme:
-                readme.write(f"\nBisect demo: documentation change {number}.\n")
-            subject = f"README: documentation change {number}"
-        stamp = f"@{base_time + 60 * number} +0000"
-        env = dict(os.environ, **history_demo.COMMITTER, GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)
-        git(clone, "commit", "-q", "-a", "-m", subject, env=env)
-        made.append((git(clone, "rev-parse", "HEAD"), subject))
-    return base, made
+def build_branch(clone: Path, commits: int, slow_at: int, percent: float, size: int
+                 ) -> tuple[str, list[tuple[str, str]]]:
+    """The branch `main` in a clone of HEAD, made as the history demo makes its own (fixed dates, so the same HEAD
+    gives the same hashes): its base, and (hash, subject) of each commit."""
+    slowdown = history_demo.Slowdown(slow_at, history_demo.HOPPER_PAIR, history_demo.HOPPER_SOURCE, size, percent)
+    scenario = history_demo.Scenario("bisect", commits, (slowdown,), (), "", 0.0, paired=False)
+    made = history_demo.build_branch(clone, scenario, "Bisect")
+    return history_demo.git(clone, "rev-parse", f"main~{commits}"), [(commit.hash, commit.subject) for commit in made]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     clone = Path(tempfile.mkdtemp(prefix="bisect-demo-")) / "clone"
     started = time.monotonic()
     try:
-        base, commits = build_branch(clone, args.commits, args.slow_at, args.percent)
+        base, commits = build_branch(clone, args.commits, args.slow_at, args.percent, args.size)
     except history_demo.DemoError as exc:
         print(f"bisect-demo: {exc}", file=sys.stderr)
         return 2

@@ -1,45 +1,59 @@
 #!/usr/bin/env python3
-"""A history that shows the step: a demo branch of ten commits, one of which slows one kernel by a little, benchmarked
-commit by commit with asv on a GPU box, published with `sgemm publish`, and checked: asv's Regressions page must list
-that kernel (and its precision twin, where they share the code) at that commit and nothing else.
+"""A history that shows the step: a demo branch on which a commit slows one kernel by a little (two such commits in
+the `watch` scenario), benchmarked commit by commit with asv on a GPU box, published with `sgemm publish`, and
+checked: asv's Regressions page and the history's notices (`notices.json`, the site's "Regressions first" page) must
+name the slowed kernels (with their precision twins, where they share the code) at the slowing commits and nothing
+else.
 
-Two scenarios (--scenario):
-  warptile  the sixth commit makes every block of fp32/warptile spin for SM cycles proportional to K before it starts
-            (about --percent 3% longer); judged on its time (track_time) at 4096, beside fp32/cublas and fp32/float4.
-  hopper    the sixth commit makes the TMA-store epilogue of kernels/wgmma_specialized.cu spin for SM cycles each
-            tile (about --percent 1% longer at 8192), which fp16/ and bf16/wgmma_grouped_tma_store share; judged on
-            their time over the reference build (track_time_over_reference: the kernel as the branch's base has it
-            and as the commit has it, timed paired in one process), since at 8192 the card runs at its power cap and
-            its clock moves the raw time by several percent between processes. Beside them fp16/wgmma_cluster (the
-            same file, an unchanged program) and fp16/cublas. The first commit names the branch's base as the
-            catalogue's [suite] reference.
-In either, the other nine commits change documentation only, and what the kernel computes is unchanged.
+Three scenarios (--scenario):
+  warptile  10 commits; the sixth makes every block of fp32/warptile spin for SM cycles proportional to K before it
+            starts (about 3% longer); judged on its time (track_time) at 4096, beside fp32/cublas and fp32/float4.
+  hopper    10 commits; the sixth makes the TMA-store epilogue of kernels/wgmma_specialized.cu spin for SM cycles each
+            tile (about 1% longer at 8192), which fp16/ and bf16/wgmma_grouped_tma_store share; judged on their time
+            over the reference build (track_time_over_reference: the kernel as the branch's base has it and as the
+            commit has it, timed paired in one process), since at 8192 the card runs at its power cap and its clock
+            moves the raw time by several percent between processes. Beside them fp16/wgmma_cluster (the same file,
+            an unchanged program) and fp16/cublas.
+  watch     22 commits and both edits: the eighth slows the Hopper pair by about 1% at 8192, the fifteenth
+            fp32/warptile by about 2% at 4096; every case judged on its time over the reference build, beside
+            fp16/cublas, fp16/wgmma_cluster (8192) and fp32/float4 (4096).
+In a paired scenario the first commit names the branch's base as the catalogue's [suite] reference. Every other
+commit changes documentation only, and what the kernels compute is unchanged.
 
-Two steps, because the GPU box has no browser and the browser box has no GPU:
+Three steps, because the GPU box has no browser and the browser box has no GPU:
 
-  scripts/history-demo.py run OUT [--scenario warptile|hopper] [--percent P] [--size N]          (on a GPU box)
-      In a scratch clone of HEAD, the ten commits on a branch `main`. Then, for each commit in turn, `git checkout`
-      and `asv run --python=same --set-commit-hash` over the scenario's cases (its tracks, every sample recorded):
-      the checkout's package is what runs, every case of a commit measured in one process (SGEMM_RUN_CASES) and,
-      for hopper, against the base's tree (SGEMM_REFERENCE_TREE). Writes OUT/history-demo.tar.gz (the asv
-      results, the demo branch as a git bundle, and what was run) and OUT/asv.log; prints each case's figure per
-      commit, then the check below on a plain `asv publish`. Needs asv and cuda-bench importable, as for
-      `asv run --python=same`.
-  scripts/history-demo.py publish ARCHIVE [--docs docs/history] [--npm-cache DIR]          (anywhere, no GPU)
-      `sgemm publish` of the archive's results against its demo branch, the check, then headless-Chromium
-      screenshots of the Regressions page and of the slowed kernel's history graph, and a README with the figures,
-      into --docs. When the check fails, they go to a scratch folder instead and docs/ is left alone.
-  scripts/history-demo.py synthetic OUT                                                         (no GPU)
-      The archive `run` would write, from made-up figures (a 3% step at the sixth commit), to try `publish` with.
+  scripts/history-demo.py run OUT [--scenario warptile|hopper|watch] [--percent P] [--size N] [--confirm]
+                              [--resume]                                                      (on a GPU box)
+      In a scratch clone of HEAD, the scenario's commits on a branch `main`. Then, for each commit in turn, `git
+      checkout` and `asv run --python=same --set-commit-hash` over the scenario's cases (its tracks, every sample
+      recorded): the checkout's package is what runs, every case of a commit measured in one process
+      (SGEMM_RUN_CASES) and, for a paired scenario, against the base's tree (SGEMM_REFERENCE_TREE). Writes
+      OUT/history-demo.tar.gz (the asv results, the demo branch as a git bundle, and what was run) and OUT/asv.log;
+      prints each case's figure per commit, then the checks below, on a plain `asv publish` and on the history's
+      notices. With --confirm, the `confirm` step follows in the same run. The archive is written after every
+      commit: --resume goes on from it where a run was cut off.
+      Needs asv and cuda-bench importable, as for `asv run --python=same`.
+  scripts/history-demo.py confirm ARCHIVE [--budget-s S]                                       (on a GPU box)
+      `sgemm confirm` of every candidate notice of the archive's history (each step's two sides timed paired in one
+      process, round by round); the records it files go into the archive, written again in place.
+  scripts/history-demo.py publish ARCHIVE [--docs DIR] [--npm-cache DIR]                      (anywhere, no GPU)
+      `sgemm publish` of the archive's results against its demo branch, the checks, then headless-Chromium
+      screenshots of asv's Regressions page, of the site's "Regressions first" page and of each slowed kernel's
+      history graph, and a README with the figures, into --docs (default docs/history, or docs/history/SCENARIO).
+      When a check fails, they go to a scratch folder instead and docs/ is left alone.
+  scripts/history-demo.py synthetic OUT [--scenario ...]                                             (no GPU)
+      The archive `run` would write, from made-up figures with the scenario's steps, to try `publish` with.
 
-The check: regressions.json lists exactly the slowed kernels' judged track, at the slowing commit alone (not a range
-of commits). asv lists a step only when it exceeds `regressions_thresholds` (default 5%), so the demo publishes with
---threshold (2% for warptile's time, 0.5% for hopper's paired ratio) on the judged track and with regression
-detection off for every other track (a higher SM clock, or a clock-driven time at the power cap, is no regression of
-the code): both set in the scratch clone's asv.conf.json, never in this repository's.
+The checks: asv's regressions.json lists exactly the slowed kernels' judged track, each at its slowing commit alone
+(not a range of commits); and the history's notices are exactly one per slowing commit, naming the kernels it
+slowed, first bad at that commit. asv lists a step only when it exceeds `regressions_thresholds` (default 5%), so
+the demo publishes with --threshold (2% for warptile's time, 0.5% for a paired ratio) on the judged track and with
+regression detection off for every other track (a higher SM clock, or a clock-driven time at the power cap, is no
+regression of the code): both set in the scratch clone's asv.conf.json, never in this repository's. The notices
+need no setting: the detector scales its threshold from each series' own noise (sgemm/judging/steps.py).
 
-Exit status: 0 the check passed; 1 it failed, or a benchmark or the site failed; 2 the demo could not start (no GPU,
-no asv, a kernel file this script does not know how to edit, a malformed archive).
+Exit status: 0 the checks passed; 1 one failed, or a benchmark, a confirmation or the site failed; 2 the demo could
+not start (no GPU, no asv, a kernel file this script does not know how to edit, a malformed archive).
 """
 
 from __future__ import annotations
@@ -50,6 +64,7 @@ import json
 import math
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -57,7 +72,7 @@ import tarfile
 import tempfile
 import time
 import urllib.parse
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,39 +80,57 @@ sys.path.insert(0, str(ROOT))
 
 from sgemm import asvsuite  # noqa: E402
 
-COMMITS = 10
-SLOW_AT = 6  # the slowing commit's place on the branch, counted from 1: five commits before it, four after
 ARCHIVE = "history-demo.tar.gz"
-BUNDLE, METADATA, RESULTS = "demo.bundle", "demo.json", "results"
+BUNDLE, METADATA, RESULTS, NOTICES = "demo.bundle", "demo.json", "results", "notices.json"
 COMMITTER = {"GIT_AUTHOR_NAME": "history demo", "GIT_AUTHOR_EMAIL": "history-demo@localhost",
              "GIT_COMMITTER_NAME": "history demo", "GIT_COMMITTER_EMAIL": "history-demo@localhost"}
 SCREEN = {"width": 1280, "height": 800, "wait_ms": 15000}
+WARPTILE_SOURCE, HOPPER_SOURCE = "kernels/fp32_warptile.cu", "kernels/wgmma_specialized.cu"
+HOPPER_PAIR = ("fp16/wgmma_grouped_tma_store", "bf16/wgmma_grouped_tma_store")
+
+
+@dataclass(frozen=True)
+class Slowdown:
+    """A commit of the branch that makes kernels sharing one source spin a little longer."""
+
+    at: int  # the commit's place on the branch, counted from 1
+    kernels: tuple[str, ...]  # one kernel, or precision twins sharing the code
+    source: str  # the file it edits
+    size: int  # the square size they are timed at
+    percent: float  # about how much slower
+
+    @property
+    def subject(self) -> str:
+        return f"{' and '.join(self.kernels)}: a spin of about {self.percent:g}% of the time"
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """What the sixth commit slows, how, and on which track the Regressions page must show it."""
+    """The branch's length, what it slows where, and on which track the checks read it."""
 
     name: str
-    slowed: tuple[str, ...]  # the kernels the edit changes: one, or precision twins sharing the code
-    source: str  # the file it edits
-    controls: tuple[str, ...]  # unchanged on the branch: their judged figure must stay flat
-    judged: str  # the track the check reads
-    size: int  # default square size
-    percent: float  # default slowdown
+    commits: int
+    slowdowns: tuple[Slowdown, ...]
+    controls: tuple[tuple[str, int], ...]  # (kernel, size), unchanged on the branch: their figures must stay flat
+    judged: str  # the track the checks read
     threshold: float  # default regressions_thresholds of the judged track
     paired: bool  # the first commit names the branch's base as [suite] reference, and the runs time against it
-    # Made-up levels for `synthetic`: the judged figure of each case, and its noise from one commit to the next
-    synthetic_levels: tuple[tuple[str, float], ...]
-    synthetic_noise: float
+    # Made-up figures for `synthetic`: the judged figure's level per kernel (1 where not named: a ratio), and its
+    # noise from one commit to the next
+    synthetic_levels: tuple[tuple[str, float], ...] = ()
+    synthetic_noise: float = 0.0005
 
     @property
-    def cases(self) -> tuple[str, ...]:
-        return (*self.controls, *self.slowed)
+    def cases(self) -> tuple[tuple[str, int], ...]:
+        return (*self.controls, *((name, slow.size) for slow in self.slowdowns for name in slow.kernels))
 
     @property
     def methods(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((self.judged, asvsuite.TIME, asvsuite.SM_CLOCK)))
+        """The tracks recorded: the judged one, the time and clock of every sample, and what the history's detector
+        reads where no paired ratio is recorded (the round's median time) and shows beside a step (the round's
+        clock, the power)."""
+        return tuple(dict.fromkeys((self.judged, asvsuite.TIME, asvsuite.SM_CLOCK, asvsuite.ROUND_TIME,
+                                    asvsuite.ROUND_SM_CLOCK, asvsuite.POWER)))
 
     @property
     def not_judged(self) -> str:
@@ -105,16 +138,24 @@ class Scenario:
         regression, and at the power cap neither is a time the clock moved."""
         return rf".*\.({'|'.join(t for t in asvsuite.TRACKS if t != self.judged)})\("
 
+    def adjusted(self, percent: float | None, size: int | None) -> Scenario:
+        """Every slowdown made `percent`% and every case timed at `size`, where given."""
+        slowdowns = tuple(replace(slow, percent=slow.percent if percent is None else percent,
+                                  size=slow.size if size is None else size) for slow in self.slowdowns)
+        controls = tuple((name, own if size is None else size) for name, own in self.controls)
+        return replace(self, slowdowns=slowdowns, controls=controls)
+
 
 SCENARIOS = {
-    "warptile": Scenario("warptile", ("fp32/warptile",), "kernels/fp32_warptile.cu", ("fp32/cublas", "fp32/float4"),
-                         asvsuite.TIME, 4096, 3.0, 0.02, False,
+    "warptile": Scenario("warptile", 10, (Slowdown(6, ("fp32/warptile",), WARPTILE_SOURCE, 4096, 3.0),),
+                         (("fp32/cublas", 4096), ("fp32/float4", 4096)), asvsuite.TIME, 0.02, False,
                          (("fp32/cublas", 2.66e-3), ("fp32/float4", 3.91e-3), ("fp32/warptile", 5.05e-3)), 0.001),
-    "hopper": Scenario("hopper", ("fp16/wgmma_grouped_tma_store", "bf16/wgmma_grouped_tma_store"),
-                       "kernels/wgmma_specialized.cu", ("fp16/cublas", "fp16/wgmma_cluster"),
-                       asvsuite.OVER_REFERENCE, 8192, 1.0, 0.005, True,
-                       (("fp16/cublas", 1.0), ("fp16/wgmma_cluster", 1.0), ("fp16/wgmma_grouped_tma_store", 1.0),
-                        ("bf16/wgmma_grouped_tma_store", 1.0)), 0.0005),
+    "hopper": Scenario("hopper", 10, (Slowdown(6, HOPPER_PAIR, HOPPER_SOURCE, 8192, 1.0),),
+                       (("fp16/cublas", 8192), ("fp16/wgmma_cluster", 8192)), asvsuite.OVER_REFERENCE, 0.005, True),
+    "watch": Scenario("watch", 22, (Slowdown(8, HOPPER_PAIR, HOPPER_SOURCE, 8192, 1.0),
+                                    Slowdown(15, ("fp32/warptile",), WARPTILE_SOURCE, 4096, 2.0)),
+                      (("fp16/cublas", 8192), ("fp16/wgmma_cluster", 8192), ("fp32/float4", 4096)),
+                      asvsuite.OVER_REFERENCE, 0.005, True),
 }
 
 
@@ -130,11 +171,10 @@ class Commit:
 
 @dataclass
 class Demo:
-    """What `run` (or `synthetic`) did, as the archive's demo.json keeps it for `publish`."""
+    """What `run` (or `synthetic`) did, as the archive's demo.json keeps it for `confirm` and `publish`."""
 
+    scenario: Scenario
     commits: list[Commit]
-    size: int
-    percent: float
     machine: str
     gpu: str
     started: str
@@ -142,19 +182,12 @@ class Demo:
     asv_exit: list[int]
     driver: str = ""
     synthetic: bool = False
-    scenario_name: str = "warptile"
+    confirm_seconds: float | None = None
+    confirm_exit: int | None = None
+    notes: list[str] = field(default_factory=list)
 
-    @property
-    def scenario(self) -> Scenario:
-        return SCENARIOS[self.scenario_name]
-
-    @property
-    def slow_commit(self) -> Commit:
-        return self.commits[SLOW_AT - 1]
-
-    @property
-    def cases(self) -> tuple[str, ...]:
-        return self.scenario.cases
+    def slowing_commit(self, slow: Slowdown) -> Commit:
+        return self.commits[slow.at - 1]
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=1) + "\n")
@@ -162,6 +195,12 @@ class Demo:
     @classmethod
     def load(cls, path: Path) -> Demo:
         data = json.loads(path.read_text())
+        scenario = data["scenario"]
+        scenario["slowdowns"] = tuple(Slowdown(**{**slow, "kernels": tuple(slow["kernels"])})
+                                      for slow in scenario["slowdowns"])
+        for key in ("controls", "synthetic_levels"):
+            scenario[key] = tuple(tuple(pair) for pair in scenario[key])
+        data["scenario"] = Scenario(**scenario)
         data["commits"] = [Commit(**commit) for commit in data["commits"]]
         return cls(**data)
 
@@ -192,21 +231,31 @@ def _edit(source: Path, anchor: str, addition: str) -> None:
     source.write_text(text.replace(anchor, addition + anchor))
 
 
-def slow_down(scenario: Scenario, source: Path, percent: float) -> None:
-    """Make the scenario's kernels spin on the SM's cycle counter: about `percent`% slower, what they compute
+def _spin_per_k(source: Path, percent: float) -> None:
+    spin = round(percent * SPIN_PER_K_PER_PERCENT)
+    _edit(source, "    constexpr int WARP = 32;\n",  # the kernel's first statement
+          f"    // History demo: spin {spin} SM cycles per unit of K before the block starts, about {percent:g}% "
+          "of its time.\n"
+          f"    for (const long long until = clock64() + {spin}LL * K; clock64() < until;) {{\n    }}\n")
+
+
+def _spin_per_tile(source: Path, percent: float) -> None:
+    spin = round(percent * SPIN_PER_TILE_PER_PERCENT)
+    _edit(source, "                float* buffers = reinterpret_cast<float*>(shared + STAGES * L::kStageBytes) +",
+          f"                // History demo: spin {spin} SM cycles a tile before its TMA stores.\n"
+          f"                for (const long long until = clock64() + {spin}; clock64() < until;) {{\n"
+          "                }\n")
+
+
+EDITS = {WARPTILE_SOURCE: _spin_per_k, HOPPER_SOURCE: _spin_per_tile}
+
+
+def slow_down(slow: Slowdown, tree: Path) -> None:
+    """Make the slowdown's kernels spin on the SM's cycle counter: about `percent`% slower, what they compute
     unchanged."""
-    if scenario.name == "warptile":
-        spin = round(percent * SPIN_PER_K_PER_PERCENT)
-        _edit(source, "    constexpr int WARP = 32;\n",  # the kernel's first statement
-              f"    // History demo: spin {spin} SM cycles per unit of K before the block starts, about {percent:g}% "
-              "of its time.\n"
-              f"    for (const long long until = clock64() + {spin}LL * K; clock64() < until;) {{\n    }}\n")
-    else:
-        spin = round(percent * SPIN_PER_TILE_PER_PERCENT)
-        _edit(source, "                float* buffers = reinterpret_cast<float*>(shared + STAGES * L::kStageBytes) +",
-              f"                // History demo: spin {spin} SM cycles a tile before its TMA stores.\n"
-              f"                for (const long long until = clock64() + {spin}; clock64() < until;) {{\n"
-              "                }\n")
+    if slow.source not in EDITS:
+        raise DemoError(f"no edit is known for {slow.source}: the demo edits {', '.join(EDITS)}")
+    EDITS[slow.source](tree / slow.source, slow.percent)
 
 
 def name_reference(catalogue: Path, commit: str) -> None:
@@ -218,24 +267,25 @@ def name_reference(catalogue: Path, commit: str) -> None:
     catalogue.write_text(text.replace(lines[0], f'reference = "{commit}"'))
 
 
-def build_branch(clone: Path, scenario: Scenario, percent: float) -> list[Commit]:
-    """Clone HEAD into `clone` and commit the demo's ten changes on a branch `main` there (asv.conf.json's branch).
+def build_branch(clone: Path, scenario: Scenario, what: str = "History") -> list[Commit]:
+    """Clone HEAD into `clone` and commit the scenario's changes on a branch `main` there (asv.conf.json's branch).
     Author, committer and dates are fixed (a minute apart after HEAD's), so the same HEAD gives the same hashes."""
     git(ROOT, "clone", "-q", "--no-hardlinks", str(ROOT), str(clone))
     git(clone, "checkout", "-q", "-B", "main")
     base_time = int(git(clone, "log", "-1", "--format=%ct"))
     base = git(clone, "rev-parse", "HEAD")
+    slowing = {slow.at: slow for slow in scenario.slowdowns}
     commits = []
-    for number in range(1, COMMITS + 1):
-        if number == SLOW_AT:
-            slow_down(scenario, clone / scenario.source, percent)
-            subject = f"{' and '.join(scenario.slowed)}: a spin of about {percent:g}% of the time"
+    for number in range(1, scenario.commits + 1):
+        if number in slowing:
+            slow_down(slowing[number], clone)
+            subject = slowing[number].subject
         elif number == 1 and scenario.paired:
             name_reference(clone / "sgemm" / "catalogue.toml", base)
             subject = f"catalogue: the history's reference is {base[:8]}, the branch's base"
         else:
             with open(clone / "README.md", "a") as readme:
-                readme.write(f"\nHistory demo: documentation change {number}.\n")
+                readme.write(f"\n{what} demo: documentation change {number}.\n")
             subject = f"README: documentation change {number}"
         stamp = f"@{base_time + 60 * number} +0000"
         env = dict(os.environ, **COMMITTER, GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)
@@ -244,58 +294,82 @@ def build_branch(clone: Path, scenario: Scenario, percent: float) -> list[Commit
     return commits
 
 
-# --- asv's names for the cases ---------------------------------------------------------------------------------
+# --- asv's names for the cases -----------------------------------------------------------------------------------
 
 
 def case(name: str, size: int) -> asvsuite.SuiteCase:
     return asvsuite.SuiteCase.square(name, size)
 
 
-def bench_regex(scenario: Scenario, size: int) -> str:
-    return "|".join(case(name, size).pattern(scenario.methods) for name in scenario.cases)
+def label(name: str, size: int, scenario: Scenario) -> str:
+    """A case as the tables name it: the kernel, and its size where the scenario's cases differ in size."""
+    return name if len({each for _, each in scenario.cases}) == 1 else f"{name} {size}"
 
 
-def read_figures(results_dir: Path, demo: Demo) -> dict[tuple[str, str, str], float | None]:
-    """(commit, method, kernel) -> asv's value (a median, from the samples); None where asv recorded none."""
-    figures: dict[tuple[str, str, str], float | None] = {}
+def bench_regex(scenario: Scenario) -> str:
+    return "|".join(case(name, size).pattern(scenario.methods) for name, size in scenario.cases)
+
+
+def read_figures(results_dir: Path, demo: Demo) -> dict[tuple[str, str, str, int], float | None]:
+    """(commit, method, kernel, size) -> asv's value (a median, from the samples); None where asv recorded none."""
+    figures: dict[tuple[str, str, str, int], float | None] = {}
     for commit in demo.commits:
         found = asvsuite.runs(results_dir, demo.machine, commit.hash)
-        for method, name in itertools.product(demo.scenario.methods, demo.cases):
-            value = found[-1].value(case(name, demo.size), method) if found else None
-            figures[commit.hash, method, name] = None if value is None or math.isnan(value) else value
+        for method, (name, size) in itertools.product(demo.scenario.methods, demo.scenario.cases):
+            value = found[-1].value(case(name, size), method) if found else None
+            figures[commit.hash, method, name, size] = None if value is None or math.isnan(value) else value
     return figures
+
+
+def _cell(value: float | None, scale: float, digits: int) -> str:
+    return "none" if value is None else f"{value * scale:.{digits}f}"
+
+
+def step_ratios(figures: dict, demo: Demo) -> list[str]:
+    """Each case's median figure after each slowing commit over its median before it, the commits between the
+    neighbouring slowing commits only (a case slowed elsewhere on the branch is compared on a flat stretch)."""
+    scenario, judged = demo.scenario, demo.scenario.judged
+    bounds = [1, *(slow.at for slow in scenario.slowdowns), scenario.commits + 1]
+    lines = []
+    for index, slow in enumerate(scenario.slowdowns, 1):
+        before = demo.commits[bounds[index - 1] - 1:slow.at - 1]
+        after = demo.commits[slow.at - 1:bounds[index + 1] - 1]
+        ratios = []
+        for name, size in scenario.cases:
+            sides = [[figures[commit.hash, judged, name, size] for commit in side] for side in (before, after)]
+            if any(None in side or not side for side in sides):
+                ratios.append(f"{label(name, size, scenario)} n/a")
+            else:
+                ratio = statistics.median(sides[1]) / statistics.median(sides[0])
+                ratios.append(f"{label(name, size, scenario)} {ratio:.4f}"
+                              + (" (slowed)" if name in slow.kernels else ""))
+        lines.append(f"At commit {slow.at} (`{demo.slowing_commit(slow).hash[:8]}`), the median figure of commits "
+                     f"{slow.at}–{bounds[index + 1] - 1} over that of commits {bounds[index - 1]}–{slow.at - 1}: "
+                     + ", ".join(ratios) + ".")
+    return lines
 
 
 def history_table(results_dir: Path, demo: Demo) -> list[str]:
     """Markdown: each commit's judged figure per case (the median time in ms, or the median ratio to the reference
-    build) and the slowed kernel's SM clock, then each case's ratio of the median of its figures from the slowing
-    commit on to the median before it."""
+    build) and each slowed kernel's SM clock, then the figures' ratios across each slowing commit."""
     figures = read_figures(results_dir, demo)
-    judged, slowed = demo.scenario.judged, demo.scenario.slowed[0]
+    scenario, judged = demo.scenario, demo.scenario.judged
     scale, digits, unit = (1e3, 4, "ms") if judged == asvsuite.TIME else (1, 5, "over the reference")
-
-    def cell(value: float | None, scale: float, digits: int) -> str:
-        return "none" if value is None else f"{value * scale:.{digits}f}"
-
-    lines = ["| # | commit | change | " + " | ".join(f"{name} ({unit})" for name in demo.cases)
-             + f" | {slowed} SM clock (MHz) |", "|---" * (len(demo.cases) + 4) + "|"]
+    clocked = [(slow.kernels[0], slow.size) for slow in scenario.slowdowns]
+    lines = ["| # | commit | change | "
+             + " | ".join(f"{label(name, size, scenario)} ({unit})" for name, size in scenario.cases)
+             + "".join(f" | {label(name, size, scenario)} SM clock (MHz)" for name, size in clocked) + " |",
+             "|---" * (len(scenario.cases) + len(clocked) + 3) + "|"]
+    slowing = {demo.slowing_commit(slow) for slow in scenario.slowdowns}
     for number, commit in enumerate(demo.commits, 1):
-        values = [cell(figures[commit.hash, judged, name], scale, digits) for name in demo.cases]
-        clock = cell(figures[commit.hash, asvsuite.SM_CLOCK, slowed], 1, 0)
-        marker = " **←**" if commit == demo.slow_commit else ""
-        lines.append(f"| {number} | `{commit.hash[:8]}` | {commit.subject}{marker} | {' | '.join(values)} | {clock} |")
-    ratios = []
-    for name in demo.cases:
-        times = [figures[commit.hash, judged, name] for commit in demo.commits]
-        before, after = times[:SLOW_AT - 1], times[SLOW_AT - 1:]
-        if None in times:
-            ratios.append(f"{name} n/a")
-        else:
-            ratios.append(f"{name} {statistics.median(after) / statistics.median(before):.4f}")
-    return lines + ["", "Median figure from the slowing commit on / median before it: " + ", ".join(ratios) + "."]
+        values = [_cell(figures[commit.hash, judged, name, size], scale, digits) for name, size in scenario.cases]
+        values += [_cell(figures[commit.hash, asvsuite.SM_CLOCK, name, size], 1, 0) for name, size in clocked]
+        marker = " **←**" if commit in slowing else ""
+        lines.append(f"| {number} | `{commit.hash[:8]}` | {commit.subject}{marker} | {' | '.join(values)} |")
+    return lines + [""] + step_ratios(figures, demo)
 
 
-# --- The check ---------------------------------------------------------------------------------------------------
+# --- The checks --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -320,27 +394,60 @@ def listed_regressions(html_dir: Path) -> list[Listed]:
     return listed
 
 
-def expected_entries(demo: Demo) -> list[str]:
-    return sorted(case(name, demo.size).entry(demo.scenario.judged) for name in demo.scenario.slowed)
+def expected_entries(demo: Demo) -> list[tuple[str, str]]:
+    """(asv's entry of the judged track, the slowing commit) of every slowed kernel."""
+    return sorted((case(name, slow.size).entry(demo.scenario.judged), demo.slowing_commit(slow).hash)
+                  for slow in demo.scenario.slowdowns for name in slow.kernels)
 
 
 def check(html_dir: Path, demo: Demo) -> bool:
-    """Print what the published regressions.json lists; True when it is the slowed kernels at the slowing commit
-    alone, and nothing else."""
+    """Print what the published regressions.json lists; True when it is the slowed kernels, each at its slowing
+    commit alone, and nothing else."""
     expected = expected_entries(demo)
     subjects = {commit.hash: commit.subject for commit in demo.commits}
     listed = listed_regressions(html_dir)
-    print(f"Regressions page ({html_dir / 'regressions.json'}): {len(listed)} listed; expected {', '.join(expected)}"
-          f" at {demo.slow_commit.hash[:8]} ({demo.slow_commit.subject}) alone")
+    print(f"asv's Regressions page ({html_dir / 'regressions.json'}): {len(listed)} listed; expected "
+          + ", ".join(f"{entry} at {commit[:8]}" for entry, commit in expected) + " alone")
     for item in listed:
         where = (f"{item.commit[:8]}" if item.range_start is None
                  else f"somewhere in {item.range_start[:8]}..{item.commit[:8]}")
         print(f"    {item.name} at {where} ({subjects.get(item.commit, 'not a demo commit')}): "
               f"{item.before:.6g} -> {item.after:.6g} ({item.after / item.before - 1:+.2%})")
-    passed = sorted((item.name, item.commit, item.range_start) for item in listed) == [
-        (name, demo.slow_commit.hash, None) for name in expected]
-    print(f"check: {'PASS' if passed else 'FAIL'}")
+    passed = sorted((item.name, item.commit) for item in listed if item.range_start is None) == expected \
+        and len(listed) == len(expected)
+    print(f"check of asv's page: {'PASS' if passed else 'FAIL'}")
     return passed
+
+
+def check_notices(notices: dict, demo: Demo) -> bool:
+    """Print the history's notices; True when there is one for each slowing commit, naming the kernels it slowed
+    at their size, first bad at that commit, and no other."""
+    expected = sorted((demo.slowing_commit(slow).hash, tuple(sorted(slow.kernels)), slow.size)
+                      for slow in demo.scenario.slowdowns)
+    found = notices.get("notices", [])
+    subjects = {commit.hash: commit.subject for commit in demo.commits}
+    print(f"The history's notices: {len(found)}; expected one at each of "
+          + ", ".join(f"{commit[:8]} ({' and '.join(kernels)} at {size})" for commit, kernels, size in expected))
+    seen = []
+    for notice in found:
+        sizes = sorted({entry["size"] for entry in notice["cases"]})
+        print(f"    {notice['state']}: {' and '.join(notice['kernels'])} at {', '.join(map(str, sizes))}, first bad "
+              f"{str(notice['first_bad'])[:8]} ({subjects.get(notice['bad'], 'not a demo commit')})")
+        for entry in notice["cases"]:
+            confirmed = entry.get("confirmation")
+            print(f"        {entry['case']} {entry['size']}: step {entry['ratio']:.4f} ({entry['interval'][0]:.4f}–"
+                  f"{entry['interval'][1]:.4f}), SM clock {_clock(entry['before'])} → {_clock(entry['after'])} MHz"
+                  + (f"; confirmed {confirmed['verdict']}, {confirmed['ratio']:.4f} ({confirmed['interval'][0]:.4f}"
+                     f"–{confirmed['interval'][1]:.4f})" if confirmed else ""))
+        seen.append((notice["first_bad"], tuple(notice["kernels"]), sizes[0] if len(sizes) == 1 else tuple(sizes)))
+    passed = sorted(seen, key=str) == sorted(expected, key=str)
+    print(f"check of the notices: {'PASS' if passed else 'FAIL'}")
+    return passed
+
+
+def _clock(side: dict) -> str:
+    clock = side.get("sm_clock_mhz")
+    return "?" if clock is None else f"{clock:.0f}"
 
 
 def set_regression_settings(config: Path, scenario: Scenario, threshold: float) -> None:
@@ -353,20 +460,42 @@ def set_regression_settings(config: Path, scenario: Scenario, threshold: float) 
     config.write_text(json.dumps(conf, indent=2) + "\n")
 
 
-# --- run: on the GPU box -----------------------------------------------------------------------------------------
+# --- The archive ---------------------------------------------------------------------------------------------------
 
 
-def pack(out: Path, clone: Path, demo: Demo) -> Path:
-    """OUT/history-demo.tar.gz: the asv results, the demo branch as a git bundle and demo.json."""
+def pack(out: Path, clone: Path, results_dir: Path, demo: Demo) -> Path:
+    """OUT/history-demo.tar.gz: the asv results, the demo branch as a git bundle and demo.json (written whole)."""
     with tempfile.TemporaryDirectory(prefix="history-demo-pack-") as staging:
         git(clone, "bundle", "create", str(Path(staging) / BUNDLE), "main")
         demo.save(Path(staging) / METADATA)
         archive = out / ARCHIVE
-        with tarfile.open(archive, "w:gz") as tar:
-            tar.add(clone / RESULTS, RESULTS)
+        partial = Path(staging) / ARCHIVE
+        with tarfile.open(partial, "w:gz") as tar:
+            tar.add(results_dir, RESULTS)
             tar.add(Path(staging) / BUNDLE, BUNDLE)
             tar.add(Path(staging) / METADATA, METADATA)
+        shutil.move(partial, archive)
     return archive
+
+
+def unpack(archive: Path, into: Path) -> tuple[Path, Demo, Path]:
+    """The archive's demo branch cloned into INTO/clone, its metadata, and its results folder."""
+    if archive.is_dir():
+        archive = archive / ARCHIVE
+    try:
+        with tarfile.open(archive) as tar:
+            tar.extractall(into, filter="data")
+        demo = Demo.load(into / METADATA)
+    except (OSError, tarfile.TarError, ValueError, KeyError, TypeError) as exc:
+        raise DemoError(f"{archive}: not an archive of `history-demo.py run` ({exc})") from exc
+    clone = into / "clone"
+    git(into, "clone", "-q", "-b", "main", str(into / BUNDLE), str(clone))
+    if git(clone, "rev-parse", "HEAD") != demo.commits[-1].hash:
+        raise DemoError(f"the archive's branch does not end at its last demo commit {demo.commits[-1].hash}")
+    return clone, demo, into / RESULTS
+
+
+# --- run and confirm: on the GPU box -----------------------------------------------------------------------------
 
 
 def asv_run(commit: Commit, machine: str, regex: str) -> list[str]:
@@ -376,7 +505,7 @@ def asv_run(commit: Commit, machine: str, regex: str) -> list[str]:
             machine, "--record-samples", "--show-stderr", "--bench", regex]
 
 
-def in_clone(clone: Path, *command: str, env: dict) -> subprocess.CompletedProcess:
+def in_clone(clone: Path, *command: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *command], cwd=clone, env=env, capture_output=True, text=True)
 
 
@@ -391,6 +520,22 @@ except Exception:  # the driver's version only labels the figures
     print("")
 """
 
+# The history's notices of a results tree, as `sgemm publish` writes them beside the site, with the clone's package
+# and catalogue (the branch's newest): the publish's own detection, without the site.
+DETECT = """import json, sys
+from pathlib import Path
+from sgemm.catalogue import load_catalogue
+from sgemm.judging.notices import notices_document, watch
+print(json.dumps(notices_document(watch(Path(sys.argv[1]), Path("."), load_catalogue()))))
+"""
+
+
+def detect_notices(clone: Path, results_dir: Path) -> dict:
+    done = in_clone(clone, "-c", DETECT, str(results_dir))
+    if done.returncode != 0:
+        raise DemoError(f"the history's detection failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    return json.loads(done.stdout)
+
 
 def cmd_run(args) -> int:
     try:
@@ -400,19 +545,29 @@ def cmd_run(args) -> int:
                         "PYTHONPATH and ASV_PYTHONPATH") from None
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    clone = Path(tempfile.mkdtemp(prefix="history-demo-")) / "clone"
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    scenario = SCENARIOS[args.scenario]
-    commits = build_branch(clone, scenario, args.percent)
-    base = git(clone, "rev-parse", "--short", f"main~{COMMITS}")
-    print(f"Demo branch `main` in {clone}, {COMMITS} commits on {base}:")
+    scenario = args.scenario
+    scratch = Path(tempfile.mkdtemp(prefix="history-demo-"))
+    earlier = None
+    if args.resume and (out / ARCHIVE).is_file():
+        clone, earlier, results_dir = unpack(out / ARCHIVE, scratch)
+        if earlier.scenario != scenario or earlier.synthetic:
+            raise DemoError(f"{out / ARCHIVE} is the archive of another demo ({earlier.scenario.name}"
+                            f"{', made up' if earlier.synthetic else ''}): give another OUT")
+        shutil.move(results_dir, clone / RESULTS)  # where asv.conf.json files the runs
+        commits = earlier.commits
+        print(f"Resuming {out / ARCHIVE}: {len(earlier.asv_seconds)} of {scenario.commits} commits measured")
+    else:
+        clone = scratch / "clone"
+        commits = build_branch(clone, scenario)
+    base = git(clone, "rev-parse", "--short", f"main~{scenario.commits}")
+    print(f"Demo branch `main` in {clone}, {scenario.commits} commits on {base}:")
     for number, commit in enumerate(commits, 1):
         print(f"  {number:2} {commit.hash[:8]} {commit.subject}")
 
     # asv's benchmark processes see ASV_PYTHONPATH: the checkout's package first, so that each commit's code runs.
     env = dict(os.environ, PYTHONUNBUFFERED="1",
                ASV_PYTHONPATH=os.pathsep.join(filter(None, [str(clone), os.environ.get("ASV_PYTHONPATH")])),
-               **measuring_environment(clone, scenario, args.size))
+               **measuring_environment(clone, scenario))
     probe = in_clone(clone, "-c", PROBE, env=env)
     if probe.returncode != 0:
         reason = (probe.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -423,12 +578,15 @@ def cmd_run(args) -> int:
         raise DemoError(f"sgemm machine exited {made.returncode}: {made.stderr.strip()}")
     machine = in_clone(clone, "-c", "from sgemm.machine import detect_identity, machine_name; "
                        "print(machine_name(detect_identity()))", env=env).stdout.strip()
-    demo = Demo(commits, args.size, args.percent, machine, gpu, started, [], [], driver=driver,
-                scenario_name=scenario.name)
-    regex = bench_regex(scenario, args.size)
+    if earlier and (earlier.machine, earlier.gpu) != (machine, gpu):
+        raise DemoError(f"{out / ARCHIVE} was measured on {earlier.gpu} ({earlier.machine}), and this is {gpu} "
+                        f"({machine}): one history, one GPU model")
+    demo = earlier or Demo(scenario, commits, machine, gpu, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), [],
+                           [], driver=driver)
+    regex = bench_regex(scenario)
     print(f"asv run on {gpu} (machine {machine}), each commit in turn: --bench \"{regex}\"")
-    with open(out / "asv.log", "w") as log:
-        for number, commit in enumerate(commits, 1):
+    with open(out / "asv.log", "a" if earlier else "w") as log:
+        for number, commit in enumerate(commits[len(demo.asv_seconds):], len(demo.asv_seconds) + 1):
             git(clone, "checkout", "-q", commit.hash)
             begun = time.monotonic()
             log.write(f"\n===== {number} {commit.hash} {commit.subject}\n")
@@ -437,39 +595,71 @@ def cmd_run(args) -> int:
                                     stderr=subprocess.STDOUT).returncode
             demo.asv_seconds.append(round(time.monotonic() - begun, 1))
             demo.asv_exit.append(status)
+            pack(out, clone, clone / RESULTS, demo)  # a run cut off resumes from here (--resume)
             print(f"  {number:2} {commit.hash[:8]}: asv exit {status}, {demo.asv_seconds[-1]:.0f} s", flush=True)
     git(clone, "checkout", "-q", "main")
     print(f"asv's output: {out / 'asv.log'}")
-    return finish(out, clone, demo, args.threshold, env)
+    passed = finish(out, clone, clone / RESULTS, demo, args.threshold, env)
+    if args.confirm:
+        passed = confirm_and_pack(out, clone, clone / RESULTS, demo, args.budget_s) and passed
+    return 0 if passed else 1
 
 
-def measuring_environment(clone: Path, scenario: Scenario, size: int) -> dict[str, str]:
+def measuring_environment(clone: Path, scenario: Scenario) -> dict[str, str]:
     """Every case of a commit measured in one process; for a paired scenario, against the base's build."""
     from sgemm.history import reference_tree
     from sgemm.measuring.record import CASES_VARIABLE, REFERENCE_VARIABLE
 
-    env = {CASES_VARIABLE: json.dumps([[name, size, size, size] for name in scenario.cases])}
+    env = {CASES_VARIABLE: json.dumps([[name, size, size, size] for name, size in scenario.cases])}
     if scenario.paired:
         tree = reference_tree(clone, clone.parent / "reference-trees")  # the branch's [suite] reference: its base
         env[REFERENCE_VARIABLE] = str(tree)
     return env
 
 
-def finish(out: Path, clone: Path, demo: Demo, threshold: float, env: dict) -> int:
-    """Pack the archive, print the figures, and make the same check as `publish` on a plain `asv publish` of the
-    clone: a verdict before the results leave the box."""
-    archive = pack(out, clone, demo)
+def finish(out: Path, clone: Path, results_dir: Path, demo: Demo, threshold: float, env: dict) -> bool:
+    """Pack the archive, print the figures, and make the checks of `publish` on a plain `asv publish` of the clone
+    and on the history's notices: a verdict before the results leave the box."""
+    archive = pack(out, clone, results_dir, demo)
     print(f"{archive} ({archive.stat().st_size // 1024} KiB)\n")
-    print("\n".join(history_table(clone / RESULTS, demo)) + "\n")
+    print("\n".join(history_table(results_dir, demo)) + "\n")
     set_regression_settings(clone / "asv.conf.json", demo.scenario, threshold)  # after packing: commits only
     published = in_clone(clone, "-m", "asv", "publish", env=env)
     if published.returncode != 0:
         print(f"asv publish exited {published.returncode}:\n{(published.stdout + published.stderr)[-2000:]}")
-        return 1
+        return False
     passed = check(clone / "html", demo)
+    passed = check_notices(detect_notices(clone, results_dir), demo) and passed
     if any(demo.asv_exit):
         print(f"asv exited non-zero for some commits ({demo.asv_exit}): a benchmark failed, see asv.log")
-    return 0 if passed and not any(demo.asv_exit) else 1
+    return passed and not any(demo.asv_exit)
+
+
+def confirm_and_pack(out: Path, clone: Path, results_dir: Path, demo: Demo, budget_s: float | None) -> bool:
+    """`sgemm confirm` of the history's candidate notices (its records filed under the results), the notices read
+    again, and the archive written again."""
+    notices = out / NOTICES
+    notices.write_text(json.dumps(detect_notices(clone, results_dir)) + "\n")
+    command = ["-m", "sgemm", "confirm", "--notices", str(notices), "--results", str(results_dir), "--repo", "."]
+    command += ["--budget-s", f"{budget_s:g}"] if budget_s else []
+    print("$ sgemm " + " ".join(command[2:]), flush=True)
+    begun = time.monotonic()
+    with open(out / "confirm.log", "w") as log:
+        done = subprocess.run([sys.executable, *command], cwd=clone, stdout=subprocess.PIPE, stderr=log, text=True)
+    demo.confirm_seconds, demo.confirm_exit = round(time.monotonic() - begun, 1), done.returncode
+    print(done.stdout.strip())
+    print(f"sgemm confirm: exit {done.returncode}, {demo.confirm_seconds:.0f} s (its log: {out / 'confirm.log'})")
+    pack(out, clone, results_dir, demo)
+    passed = check_notices(detect_notices(clone, results_dir), demo)
+    return passed and done.returncode == 0
+
+
+def cmd_confirm(args) -> int:
+    scratch = Path(tempfile.mkdtemp(prefix="history-demo-confirm-"))
+    archive = args.archive.resolve()
+    clone, demo, results_dir = unpack(archive, scratch)
+    out = archive if archive.is_dir() else archive.parent
+    return 0 if confirm_and_pack(out, clone, results_dir, demo, args.budget_s) else 1
 
 
 # --- synthetic: the archive `run` would write, from made-up figures ----------------------------------------------
@@ -481,6 +671,17 @@ SYNTHETIC_MACHINE = {"machine": "nvidia-h100-80gb-hbm3", "arch": "x86_64", "cpu"
 # scenario's: an H100 moved a median time at 4096 by 0.05% between two runs of one commit in half its cases, and a
 # paired ratio to the reference by about 0.05% between processes).
 SYNTHETIC_SAMPLES = 200
+SYNTHETIC_STATE = {asvsuite.SM_CLOCK: 1980.0, asvsuite.ROUND_SM_CLOCK: 1980.0, asvsuite.POWER: 700.0}
+
+
+def synthetic_level(scenario: Scenario, name: str, size: int, number: int, rng: random.Random) -> float:
+    """The judged figure of one case at commit `number`: its level, stepped by every slowdown of it at or before
+    that commit, with the scenario's noise."""
+    level = dict(scenario.synthetic_levels).get(name, 1.0)
+    for slow in scenario.slowdowns:
+        if name in slow.kernels and size == slow.size and number >= slow.at:
+            level *= 1 + slow.percent / 100
+    return level * rng.gauss(1, scenario.synthetic_noise)
 
 
 def cmd_synthetic(args) -> int:
@@ -497,65 +698,63 @@ def cmd_synthetic(args) -> int:
     clone, home = scratch / "clone", scratch / "home"
     home.mkdir()
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    scenario = SCENARIOS[args.scenario]
-    commits = build_branch(clone, scenario, args.percent)
+    scenario = args.scenario
+    commits = build_branch(clone, scenario)
     machine = SYNTHETIC_MACHINE["machine"]
     # A HOME of its own: the made-up GPU's machine entry stays out of this user's ~/.asv-machine.json.
     (home / ".asv-machine.json").write_text(json.dumps({"version": 1, machine: SYNTHETIC_MACHINE}))
     env = dict(os.environ, HOME=str(home), ASV_PYTHONPATH=str(clone))
-    demo = Demo(commits, args.size, args.percent, machine, SYNTHETIC_MACHINE["gpu"], started, [], [], synthetic=True,
-                scenario_name=scenario.name)
-    subprocess.run(asv_run(commits[0], machine, bench_regex(scenario, args.size)), cwd=clone, env=env,
-                   capture_output=True)
+    demo = Demo(scenario, commits, machine, SYNTHETIC_MACHINE["gpu"], started, [], [], synthetic=True)
+    subprocess.run(asv_run(commits[0], machine, bench_regex(scenario)), cwd=clone, env=env, capture_output=True)
     results_dir = clone / RESULTS
     if not (results_dir / "benchmarks.json").is_file():
         raise DemoError(f"asv did not discover the suite in {clone}")
     benchmarks = json.loads((results_dir / "benchmarks.json").read_text())
     template = next(iter_results_for_machine_and_hash(str(results_dir), machine, commits[0].hash))
-    rng = random.Random(SLOW_AT)
-    levels = dict(scenario.synthetic_levels)
+    rng = random.Random(scenario.commits)
     for number, commit in enumerate(commits, 1):
         date = int(git(clone, "log", "-1", "--format=%at", commit.hash)) * 1000  # as asv dates a commit
         run = Results(template.params, {}, commit.hash, date, template.params["python"], template.env_name,
                       template.env_vars)
         for method in scenario.methods:
-            benchmark = benchmarks[case(scenario.slowed[0], args.size).name(method)]
+            benchmark = benchmarks[asvsuite.SuiteCase.square(*scenario.cases[0]).name(method)]
             combos = list(itertools.product(*benchmark["params"]))
             values, samples, numbers = [math.nan] * len(combos), [None] * len(combos), [None] * len(combos)
-            for name in demo.cases:
+            for name, size in scenario.cases:
                 if method == asvsuite.OVER_REFERENCE and get_kernel(name).library:
                     continue  # the same library on both sides: the suite records no such figure
-                if method == scenario.judged:
-                    step = 1 + args.percent / 100 if name in scenario.slowed and number >= SLOW_AT else 1
-                    noise = scenario.synthetic_noise
-                    level, spread = levels[name] * step * rng.gauss(1, noise), noise
-                elif method == asvsuite.TIME:  # at the power cap: several percent between processes
+                if method == scenario.judged or (method == asvsuite.ROUND_TIME and scenario.judged == asvsuite.TIME):
+                    level, spread = synthetic_level(scenario, name, size, number, rng), scenario.synthetic_noise
+                elif method in (asvsuite.TIME, asvsuite.ROUND_TIME):  # at the power cap: percents between processes
                     level, spread = 1.7e-3 * rng.gauss(1, 0.03), 0.01
                 else:
-                    level, spread = 1980.0, 0.0005
-                j = combos.index(case(name, args.size).asv_params)
-                samples[j] = [level * rng.gauss(1, spread) for _ in range(SYNTHETIC_SAMPLES)]
+                    level, spread = SYNTHETIC_STATE[method], 0.0005
+                j = combos.index(case(name, size).asv_params)
+                # A round track holds one figure a round: its median
+                count = 1 if method in asvsuite.ROUND_TRACKS else SYNTHETIC_SAMPLES
+                samples[j] = [level * rng.gauss(1, spread) for _ in range(count)]
                 values[j], numbers[j] = statistics.median(samples[j]), 1
             run.add_result(benchmark, BenchmarkResult(result=values, samples=samples, number=numbers, errcode=0,
                                                       stderr="", profile=None), record_samples=True)
         run.save(str(results_dir))
         demo.asv_seconds.append(0.0)
         demo.asv_exit.append(0)
-    print(f"Made-up figures for {COMMITS} commits, a {args.percent:g}% step in {', '.join(scenario.slowed)} at "
-          f"commit {SLOW_AT} ({demo.slow_commit.hash[:8]})")
-    return finish(out, clone, demo, args.threshold, env)
+    print(f"Made-up figures for {scenario.commits} commits: "
+          + "; ".join(f"a {slow.percent:g}% step in {', '.join(slow.kernels)} at commit {slow.at} "
+                      f"({demo.slowing_commit(slow).hash[:8]})" for slow in scenario.slowdowns))
+    return 0 if finish(out, clone, results_dir, demo, args.threshold, env) else 1
 
 
-# --- publish: the site, the check, the screenshots ---------------------------------------------------------------
+# --- publish: the site, the checks, the screenshots --------------------------------------------------------------
 
 
-def history_fragment(index: dict, demo: Demo) -> str:
-    """The site's address of the slowed kernel's judged graph, its step marked as the Regressions page links it, with
+def history_fragment(index: dict, demo: Demo, slow: Slowdown) -> str:
+    """The site's address of a slowed kernel's judged graph, its step marked as the Regressions page links it, with
     the y axis zoomed onto the data (asv starts a time axis at zero, where a step of a few percent is hard to see)."""
-    slowed, judged = case(demo.scenario.slowed[0], demo.size), demo.scenario.judged
+    slowed, judged = case(slow.kernels[0], slow.size), demo.scenario.judged
     names = index["benchmarks"][slowed.name(judged)]["param_names"]
     params = [(f"p-{name}", value) for name, value in zip(names, slowed.asv_params)]
-    params += [("commits", demo.slow_commit.hash[:index.get("hash_length", 8)]), ("y-axis-scale", "zoom"),
+    params += [("commits", demo.slowing_commit(slow).hash[:index.get("hash_length", 8)]), ("y-axis-scale", "zoom"),
                ("x-axis-scale", "even")]
 
     def quote(text: str) -> str:  # as JavaScript's encodeURIComponent, which asv's pages use
@@ -564,93 +763,106 @@ def history_fragment(index: dict, demo: Demo) -> str:
     return f"#{slowed.name(judged)}?" + "&".join(f"{quote(key)}={quote(value)}" for key, value in params)
 
 
-def screenshots(site: Path, demo: Demo, folder: Path) -> tuple[tuple[Path, Path], str]:
-    """regressions.png and history.png of the site, rendered offline, and the Regressions page's DOM."""
+def history_shot(demo: Demo, slow: Slowdown) -> str:
+    """history.png where the scenario slows once; else history-<precision>-<family>.png of each slowdown's first
+    kernel."""
+    if len(demo.scenario.slowdowns) == 1:
+        return "history.png"
+    return f"history-{slow.kernels[0].replace('/', '-')}.png"
+
+
+def screenshots(site: Path, demo: Demo, folder: Path) -> tuple[list[Path], str, str]:
+    """asv's Regressions page, the site's "Regressions first" page and each slowed kernel's history graph,
+    rendered offline; the two pages' DOM."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import site_screenshot
 
+    from sgemm.publishing.regressions import PAGE_DIR
+
     index = json.loads((site / "index.json").read_text())
-    shots = folder / "regressions.png", folder / "history.png"
+    shots = [folder / "regressions.png", folder / "notices.png"]
     try:
         with site_screenshot.serve(site) as (base, _requests):
-            dom = site_screenshot.render(f"{base}index.html#regressions", shots[0], **SCREEN)
-            site_screenshot.render(f"{base}index.html{history_fragment(index, demo)}", shots[1], **SCREEN)
+            asv_dom = site_screenshot.render(f"{base}index.html#regressions", shots[0], **SCREEN)
+            notices_dom = site_screenshot.render(f"{base}{PAGE_DIR}/index.html", shots[1],
+                                                 **{**SCREEN, "height": 400 + 400 * len(demo.scenario.slowdowns)})
+            for slow in demo.scenario.slowdowns:
+                shots.append(folder / history_shot(demo, slow))
+                site_screenshot.render(f"{base}index.html{history_fragment(index, demo, slow)}", shots[-1], **SCREEN)
     except RuntimeError as exc:
         raise DemoError(str(exc)) from exc
-    return shots, dom
+    return shots, asv_dom, notices_dom
 
 
 def write_readme(folder: Path, demo: Demo, results_dir: Path, threshold: float, passed: bool) -> Path:
     machine = json.loads((results_dir / demo.machine / "machine.json").read_text())
-    slow = demo.slow_commit
-    lines = ["# A history that shows the step", ""]
+    scenario = demo.scenario
+    lines = ["# A history that shows the step" + ("s" if len(scenario.slowdowns) > 1 else ""), ""]
     if demo.synthetic:
         lines += ["**Made-up figures** (`scripts/history-demo.py synthetic`): a trial of the publish step, not a "
                   "measurement.", ""]
-    scenario = demo.scenario
-    slowed = " and ".join(f"`{name}`" for name in scenario.slowed)
+    slowed_all = [f"`{name}`" for slow in scenario.slowdowns for name in slow.kernels]
+    changes = "; ".join(
+        f"commit {slow.at} (`{demo.slowing_commit(slow).hash[:8]}`) makes "
+        f"{' and '.join(f'`{name}`' for name in slow.kernels)}"
+        f" spin on the SM's cycle counter (`{slow.source}`, about {slow.percent:g}% of the time at {slow.size})"
+        for slow in scenario.slowdowns)
     judged = ("its time (`Gemm.track_time`)" if scenario.judged == asvsuite.TIME else
               "its time over the reference build (`Gemm.track_time_over_reference`: the kernel as the branch's base "
               "has it and as the commit has it, timed paired in one process)")
+    verdict = (f"asv's Regressions page lists {' and '.join(slowed_all)}, each at its slowing commit and nothing "
+               "else, and the history's detector (`sgemm publish`: `notices.json` and the \"Regressions first\" "
+               "page) files exactly one notice per slowing commit." if passed else
+               "**A check failed**: see the output of `publish` for which.")
     lines += [
-        f"A demo branch of {COMMITS} commits, benchmarked commit by commit with asv on one GPU and published with "
-        f"`sgemm publish`. Commit {SLOW_AT} (`{slow.hash[:8]}`) makes {slowed} spin on the SM's cycle counter "
-        f"(`{scenario.source}`, about {demo.percent:g}% of the time; what it computes is unchanged); the others "
+        f"A demo branch of {scenario.commits} commits, benchmarked commit by commit with asv on one GPU and "
+        f"published with `sgemm publish`: {changes}; what the kernels compute is unchanged, and the other commits "
         "change documentation only" + (", the first also naming the branch's base as the catalogue's `[suite] "
-                                      "reference`" if scenario.paired else "") + f". Judged on {judged}. "
-        + (f"asv's Regressions page lists {slowed} at that commit and nothing else." if passed else
-           f"**The check failed**: asv's Regressions page does not list {slowed} at that commit alone."),
+                                      "reference`" if scenario.paired else "") + f". Each case is judged on {judged}. "
+        + verdict,
         "",
-        "- `regressions.png`: the Regressions page of the published site.",
-        f"- `history.png`: the history of `Gemm.{scenario.judged}` for `{scenario.slowed[0]}` at {demo.size}³, the "
-        "commit marked (y axis zoomed onto the data).",
+        "- `regressions.png`: asv's Regressions page of the published site.",
+        "- `notices.png`: the site's \"Regressions first\" page (`regressions/index.html`), drawn from the history's "
+        "notices (`notices.json`).",
+        *(f"- `{history_shot(demo, slow)}`: the history of `Gemm.{scenario.judged}` for `{slow.kernels[0]}` at "
+          f"{slow.size}³, the slowing commit marked (y axis zoomed onto the data)." for slow in scenario.slowdowns),
         "",
         f"GPU: {machine.get('gpu', demo.gpu)} ({machine.get('gpu_memory', '?')})"
         + (f", driver {demo.driver}" if demo.driver else "") + f", asv machine `{demo.machine}`, "
         f"{demo.started[:10]}" + ("" if demo.synthetic else
-                                  f"; asv ran {sum(demo.asv_seconds):.0f} s over the {COMMITS} commits") + ". Cases: "
-        f"{', '.join(demo.cases)} at {demo.size}³ ({', '.join(scenario.methods)}, every sample recorded). "
-        "Figures are asv's medians of the samples. The demo branch is not in this repository's history: it lives in "
-        "the archive `run` wrote (a git bundle beside the results).",
+                                  f"; asv ran {sum(demo.asv_seconds):.0f} s over the {scenario.commits} commits")
+        + (f"; `sgemm confirm` took {demo.confirm_seconds:.0f} s" if demo.confirm_seconds is not None else "")
+        + ". Cases: " + ", ".join(f"{name} at {size}³" for name, size in scenario.cases)
+        + f" ({', '.join(scenario.methods)}, every sample recorded). Figures are asv's medians of the samples. The "
+        "demo branch is not in this repository's history: it lives in the archive `run` wrote (a git bundle beside "
+        "the results).",
         "",
         *history_table(results_dir, demo),
         "",
         "How it was made:",
         "",
-        f"1. On the GPU box: `scripts/history-demo.py run OUT --scenario {scenario.name} --percent {demo.percent:g} "
-        f"--size {demo.size}` (for each commit of the demo branch in a scratch clone: `git checkout` and `asv run "
-        "--python=same --set-commit-hash <commit> --record-samples --bench ...`).",
+        f"1. On the GPU box: `scripts/history-demo.py run OUT --scenario {scenario.name}"
+        + (" --confirm" if demo.confirm_seconds is not None else "") + "` (for each commit of the demo branch in a "
+        "scratch clone: `git checkout` and `asv run --python=same --set-commit-hash <commit> --record-samples "
+        "--bench ...`" + ("; then `sgemm confirm --notices` of the history's candidates" if
+                          demo.confirm_seconds is not None else "") + ").",
         f"2. Anywhere: `scripts/history-demo.py publish OUT/{ARCHIVE}` (`sgemm publish` of those results, then "
         "`scripts/site_screenshot.py`'s headless Chromium with every host but the loopback cut off).",
         "",
         f"asv lists only steps larger than `regressions_thresholds` (default 5%); the demo's site used "
         f"`{{\".*\": {threshold:g}}}`, and `regressions_first_commits` `{{\"{scenario.not_judged}\": null}}` so that "
         "no other track is judged (a faster SM clock reads as a rise, and at the power cap the raw time moves with "
-        "the clock).",
+        "the clock). The history's detector takes no setting: each series' threshold comes from its own noise.",
     ]
     path = folder / "README.md"
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def unpack(archive: Path, into: Path) -> Demo:
-    if archive.is_dir():
-        archive = archive / ARCHIVE
-    try:
-        with tarfile.open(archive) as tar:
-            tar.extractall(into, filter="data")
-        return Demo.load(into / METADATA)
-    except (OSError, tarfile.TarError, ValueError, KeyError, TypeError) as exc:
-        raise DemoError(f"{archive}: not an archive of `history-demo.py run` ({exc})") from exc
-
-
 def cmd_publish(args) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="history-demo-publish-"))
-    demo = unpack(args.archive.resolve(), scratch)
-    clone, site, results_dir = scratch / "clone", scratch / "site", scratch / RESULTS
-    git(scratch, "clone", "-q", "-b", "main", str(scratch / BUNDLE), str(clone))
-    if git(clone, "rev-parse", "HEAD") != demo.commits[-1].hash:
-        raise DemoError(f"the archive's branch does not end at its last demo commit {demo.commits[-1].hash}")
+    clone, demo, results_dir = unpack(args.archive.resolve(), scratch)
+    site = scratch / "site"
     threshold = demo.scenario.threshold if args.threshold is None else args.threshold
     set_regression_settings(clone / "asv.conf.json", demo.scenario, threshold)
     command = [sys.executable, "-m", "sgemm", "publish", "--results", str(results_dir), "--html", str(site),
@@ -662,21 +874,27 @@ def cmd_publish(args) -> int:
         return 1
     print("\n".join(history_table(results_dir, demo)) + "\n")
     passed = check(site, demo)
-    docs = args.docs or ROOT / "docs" / "history" / ("" if demo.scenario.name == "warptile" else demo.scenario.name)
+    passed = check_notices(json.loads((site / NOTICES).read_text()), demo) and passed
+    name = demo.scenario.name
+    docs = args.docs or ROOT / "docs" / "history" / ("" if name == "warptile" else name)
     folder = docs.resolve() if passed else scratch / "history"
     folder.mkdir(parents=True, exist_ok=True)
     if not passed:
-        print(f"history-demo: the check failed: the screenshots go to {folder}, not to {docs}")
-    shots, dom = screenshots(site, demo, folder)
-    if passed and not all(entry in dom for entry in expected_entries(demo)):
-        print(f"check: FAIL: the Regressions page, rendered, does not show it (see {shots[0]})")
+        print(f"history-demo: a check failed: the screenshots go to {folder}, not to {docs}")
+    shots, asv_dom, notices_dom = screenshots(site, demo, folder)
+    families = {name.split("/", 1)[1] for slow in demo.scenario.slowdowns for name in slow.kernels}
+    if passed and not all(entry in asv_dom for entry, _ in expected_entries(demo)):
+        print(f"check: FAIL: asv's Regressions page, rendered, does not show them (see {shots[0]})")
+        passed = False
+    if passed and not all(family in notices_dom for family in families):
+        print(f"check: FAIL: the \"Regressions first\" page, rendered, does not show them (see {shots[1]})")
         passed = False
     readme = write_readme(folder, demo, results_dir, threshold, passed)
     print(f"site: {site}\nwritten: {', '.join(str(path) for path in (*shots, readme))}")
     return 0 if passed else 1
 
 
-COMMANDS = {"run": cmd_run, "publish": cmd_publish, "synthetic": cmd_synthetic}
+COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "publish": cmd_publish, "synthetic": cmd_synthetic}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -685,28 +903,34 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="on a GPU box: build the demo branch, run asv over it, pack the results")
     run.add_argument("out", type=Path, help=f"where {ARCHIVE} and asv.log go")
+    run.add_argument("--confirm", action="store_true", help="then confirm the history's candidate notices")
+    run.add_argument("--resume", action="store_true", help=f"go on from OUT/{ARCHIVE}, where an earlier run of the "
+                     "same scenario was cut off: the commits it measured are not measured again")
     synthetic = sub.add_parser("synthetic", help="no GPU: the same archive, from made-up figures")
     synthetic.add_argument("out", type=Path, help=f"where {ARCHIVE} goes")
     for each in (run, synthetic):
         each.add_argument("--scenario", choices=sorted(SCENARIOS), default="warptile",
-                          help="what the sixth commit slows (default warptile)")
-        each.add_argument("--percent", type=float, help="how much slower it gets (default: 3 warptile, 1 hopper)")
-        each.add_argument("--size", type=int, help="the square size of every case (default: 4096 warptile, "
-                          "8192 hopper)")
+                          help="what the branch slows (default warptile)")
+        each.add_argument("--percent", type=float, help="how much slower each slowing commit makes its kernels "
+                          "(default: the scenario's, 3 warptile, 1 hopper, 1 and 2 watch)")
+        each.add_argument("--size", type=int, help="the square size of every case (default: the scenario's, 4096 "
+                          "for FP32, 8192 for Hopper)")
+    confirm = sub.add_parser("confirm", help="on a GPU box: confirm the archive's candidate notices, in place")
+    confirm.add_argument("archive", type=Path, help=f"{ARCHIVE} from `run` (or the folder holding it)")
+    for each in (run, confirm):
+        each.add_argument("--budget-s", type=float, help="the confirmation's wall time at most, in seconds")
     publish = sub.add_parser("publish", help="anywhere: publish an archive, check it, take the screenshots")
     publish.add_argument("archive", type=Path, help=f"{ARCHIVE} from `run` (or the folder holding it)")
-    publish.add_argument("--docs", type=Path, help="where the screenshots and README go when the check passes "
-                         "(default docs/history, or docs/history/hopper for that scenario)")
+    publish.add_argument("--docs", type=Path, help="where the screenshots and README go when the checks pass "
+                         "(default docs/history, or docs/history/SCENARIO)")
     publish.add_argument("--npm-cache", type=Path, help="the site's npm tarballs, where the registry is out of reach")
     for each in (run, synthetic, publish):
         each.add_argument("--threshold", type=float, help="asv's regressions_thresholds for the judged track "
-                          "(default: 0.02 warptile's time, 0.005 hopper's ratio)")
+                          "(default: 0.02 for a time, 0.005 for a paired ratio)")
     args = parser.parse_args(argv)
     if args.command in ("run", "synthetic"):
-        scenario = SCENARIOS[args.scenario]
-        args.percent = scenario.percent if args.percent is None else args.percent
-        args.size = scenario.size if args.size is None else args.size
-        args.threshold = scenario.threshold if args.threshold is None else args.threshold
+        args.scenario = SCENARIOS[args.scenario].adjusted(args.percent, args.size)
+        args.threshold = args.scenario.threshold if args.threshold is None else args.threshold
     try:
         return COMMANDS[args.command](args)
     except DemoError as exc:
