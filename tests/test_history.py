@@ -151,6 +151,27 @@ def test_the_dry_run_says_what_it_would_measure_and_measures_nothing(repo):
     assert not (repo / "results").exists() and not (repo / "html").exists()
 
 
+def test_the_history_hands_its_publish_every_argument_publish_reads(tmp_path, monkeypatch):
+    """After the measuring, the history publishes through `sgemm publish`'s own handler, with its own arguments."""
+    from sgemm.cli import build_parser
+    from sgemm.commands import EXIT_BAD_INPUT
+    from sgemm.commands.publish import cmd_publish
+    from sgemm.publishing import publish
+
+    given = []
+
+    def stop(*args):
+        given.extend(args)
+        raise publish.PublishError("stopped before anything was built")
+
+    monkeypatch.setattr(publish, "publish_site", stop)
+    argv = ["history", "--results", str(tmp_path / "results"), "--html", str(tmp_path / "html")]
+    args = build_parser().parse_args(argv)
+    args.argv = argv
+    assert cmd_publish(args) == EXIT_BAD_INPUT
+    assert given[2] == tmp_path / "html" and given[5:] == [None, None, None]  # size, npm cache, commit links
+
+
 @pytest.mark.parametrize("args, message", [
     (["--first", "0"], "--first must be at least 1, got 0"),
     (["--repo", "{tmp}"], "has no asv.conf.json"),

@@ -31,7 +31,9 @@ def add_history(add) -> None:
     history.add_argument("--no-site", action="store_true", help="measure only (the site is built elsewhere, e.g. "
                          "from the results of several boxes)")
     history.add_argument("--dry-run", action="store_true", help="say what would be measured; measure nothing")
-    history.set_defaults(size=None)
+    # The publish after the measuring reads sgemm publish's arguments: those the history does not take, at their
+    # defaults (no --commit-url: the notices link no commit page), or the publish fails after all the measuring.
+    history.set_defaults(size=None, commit_url=None)
 
 
 def cmd_history(args) -> int:

@@ -1,5 +1,6 @@
 """The published site of a results tree (one box's, or several merged): `asv publish`, then the cross-GPU page
-linked from asv's navbar, then every library the pages load vendored beside them, so that the site works offline.
+linked from asv's navbar, room around the lines of asv's benchmark grid (so that a flat line is not hidden on a
+tile's border), then every library the pages load vendored beside them, so that the site works offline.
 
 asv publish runs under a configuration of its own (sgemm.asvconf) that points at the given results and HTML
 directories, so the project's asv.conf.json and its `results/` stay as they are.
@@ -44,7 +45,7 @@ from .crossgpu import report_across_gpus, unmeasured_size, write_no_gpu_page
 from .merge import LockError, locked
 from .report import ReportError
 from .resourcepage import newest_run, write_resource_page
-from .site import SiteError, Vendored, add_nav_link, vendor_assets
+from .site import SiteError, Vendored, add_nav_link, add_summary_margins, vendor_assets
 
 CROSS_GPU_DIR = "gpus"
 CROSS_GPU_LABEL = "Across GPUs"
@@ -389,6 +390,7 @@ def _build_and_swap(repo: Path, results_dir: Path, html_dir: Path, kernels: dict
         if offline_error is None:
             try:
                 add_nav_link(built, f"{regressions.PAGE_DIR}/index.html", regressions.NAV_LABEL)
+                add_summary_margins(built)
             except SiteError as exc:
                 offline_error = exc
         if offline_error is None:

@@ -12,6 +12,9 @@ browser, a URL in a comment or in an inline script's text is no tag, and a tag's
 quoting. Only the tags rewritten change, each written anew from its attributes (double-quoted, in their order); the
 rest of a page stays byte for byte as it was.
 
+`add_summary_margins` gives the tiles of asv's benchmark grid room above and below their lines, so that a line that
+does not move, or a line at 0, is drawn inside its tile rather than on the tile's border.
+
 `asv publish` deletes and rewrites its output directory, so run this after every publish.
 """
 
@@ -36,8 +39,9 @@ from pathlib import Path
 
 from ..atomic import write_atomically
 
-__all__ = ["CDN_ASSETS", "NPM_REGISTRY", "PACKAGES", "Asset", "SiteError", "Vendored", "add_nav_link", "fill_cache",
-           "sri", "sri_matches", "tarball_name", "tarball_url", "vendor_assets", "vendored_path"]
+__all__ = ["CDN_ASSETS", "NPM_REGISTRY", "PACKAGES", "SUMMARY_MARGINS_SCRIPT", "Asset", "SiteError", "Vendored",
+           "add_nav_link", "add_summary_margins", "fill_cache", "sri", "sri_matches", "tarball_name", "tarball_url",
+           "vendor_assets", "vendored_path"]
 
 NPM_REGISTRY = "https://registry.npmjs.org"
 VENDOR_DIR = "vendor"
@@ -530,3 +534,76 @@ def add_nav_link(html_dir: str | os.PathLike, href: str, label: str) -> bool:
         updated = text[:content_end] + "\n        " + item + "\n      " + text[tags[end].start:]
     write_atomically(index, updated)
     return True
+
+
+# --- The benchmark grid's tiles ---------------------------------------------------------------------------------
+
+SUMMARY_MARGINS_SCRIPT = "summary-margins.js"
+
+# asv 0.6.6's benchmark grid (summarygrid.js) draws each tile with flot: a y axis from 0 (its option min: 0) to 2 %
+# above the largest value (flot's autoscaleMargin), no tick, no margin between the plot and the tile's border, and a
+# 1-pixel border. A line that does not move, as every resource track's does where commits compile alike, then lies on
+# that border: a positive value 2 % below the top, and a value of 0 (asv's geometric mean over the kernels is 0 as soon
+# as one kernel has no spills, no stack or no static shared memory) on the bottom; the tile looks blank. This flot
+# plugin widens the axis of the grid's tiles alone by 15 % of the span from 0 to the data on either side, once
+# flot knows the data's extent and before it sets the axis from it (processOffset is that moment): 0 and the largest
+# value both lie inside the tile, and a varying line keeps asv's shape, measured from 0. All 0 spans 0 to 1, as flot
+# itself widens a flat axis at 0. Negative values, which asv's min: 0 would cut off, are kept inside too.
+_SUMMARY_MARGINS_JS = """\
+/* Written by sgemm publish: room above and below the lines of the benchmark grid's tiles, so that a flat line or a
+   line at 0 is drawn inside its tile, not on the tile's border (sgemm/publishing/site.py says more). */
+(function ($) {
+    "use strict";
+    if (!$ || !$.plot) {
+        return;  // a library failed to load, and asv's page says so
+    }
+    var MARGIN = 0.15;  // of the span from 0 to the data, below it and above it
+    $.plot.plugins.push({
+        name: "summary-margins",
+        version: "1.0",
+        options: {},
+        init: function (plot) {
+            plot.hooks.processOffset.push(function (plot) {
+                if (!plot.getPlaceholder().hasClass("benchmark-plot")) {
+                    return;  // asv's graph pages have axes with ticks of their own
+                }
+                $.each(plot.getYAxes(), function (_, axis) {
+                    // With no point, datamin is +Infinity and datamax -Infinity: the span is then 0 to 1 too.
+                    var low = Math.min(0, axis.datamin), high = Math.max(0, axis.datamax);
+                    if (high === low) {
+                        high = low + 1;
+                    }
+                    axis.options.min = low - MARGIN * (high - low);
+                    axis.options.max = high + MARGIN * (high - low);
+                });
+            });
+        }
+    });
+})(window.jQuery);
+"""
+
+
+def add_summary_margins(html_dir: str | os.PathLike) -> bool:
+    """Write SUMMARY_MARGINS_SCRIPT beside the site's index.html and load it at the end of the page's head, after the
+    libraries and asv's scripts (the grid draws once the page is ready). The script is written anew where it differs,
+    the tag added once. Returns whether anything changed."""
+    root = Path(html_dir)
+    index = root / "index.html"
+    try:
+        text = index.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise SiteError(f"{index}: cannot read the site's index page ({exc}); run `asv publish` first") from exc
+    tags = _tags(text)
+    head_end = next((tag for tag in tags if tag.name == "head" and tag.closing), None)
+    if head_end is None:
+        raise SiteError(f"{index}: no </head> to load {SUMMARY_MARGINS_SCRIPT} before")
+    changed = False
+    script = root / SUMMARY_MARGINS_SCRIPT
+    if not script.is_file() or script.read_bytes() != _SUMMARY_MARGINS_JS.encode("utf-8"):
+        write_atomically(script, _SUMMARY_MARGINS_JS.encode("utf-8"))
+        changed = True
+    if not any(resource.url == SUMMARY_MARGINS_SCRIPT for resource in _resources(text)):
+        tag = f'  <script src="{SUMMARY_MARGINS_SCRIPT}"></script>\n  '
+        write_atomically(index, text[:head_end.start] + tag + text[head_end.start:])
+        changed = True
+    return changed

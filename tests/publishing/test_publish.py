@@ -16,7 +16,7 @@ from sgemm.catalogue import load_catalogue
 from sgemm.publishing.publish import (CROSS_GPU_DIR, CROSS_GPU_LABEL, RESOURCE_DIR, SITE_MARKER, PublishError,
                                      check_places, check_site_places, measured_benchmarks, publish_site,
                                      results_view)
-from sgemm.publishing.site import CDN_ASSETS, PACKAGES
+from sgemm.publishing.site import CDN_ASSETS, PACKAGES, SUMMARY_MARGINS_SCRIPT
 
 KERNELS = load_catalogue()
 GPUS = ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
@@ -125,6 +125,15 @@ def test_a_directory_that_is_no_results_tree_is_refused_before_the_site_is_touch
             publish_site(two_gpu_results.repo, results, html_dir, KERNELS, [])
     assert [path.name for path in html_dir.iterdir()] == ["index.html"]
     assert (html_dir / "index.html").read_text() == "the site as it was"
+
+
+def test_the_grid_loads_the_room_around_its_lines_and_the_manifest_names_it(two_gpu_site):
+    _, html_dir = two_gpu_site
+    text = (html_dir / "index.html").read_text()
+    head = text[:text.index("</head>")]
+    assert re.findall(r'<script\b[^>]*\ssrc="([^"]*)"', head)[-1] == SUMMARY_MARGINS_SCRIPT
+    assert "plot.hooks.processOffset" in (html_dir / SUMMARY_MARGINS_SCRIPT).read_text()
+    assert SUMMARY_MARGINS_SCRIPT in (html_dir / SITE_MARKER).read_text().splitlines()
 
 
 def test_a_tree_without_gemm_results_says_so_on_the_cross_gpu_page_and_shows_no_blank_benchmark(

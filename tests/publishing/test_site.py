@@ -1,7 +1,10 @@
 """The site `asv publish` writes, made self-contained: vendoring its CDN libraries on a real publish output, from a
-folder of npm tarballs or a registry; idempotence; refusals that leave the site as it was; the navbar link; and the
-page rendered in headless Chromium with the internet cut off, vendored (renders) and as asv wrote it (does not)."""
+folder of npm tarballs or a registry; idempotence; refusals that leave the site as it was; the navbar link; the
+room around the benchmark grid's lines; and the page rendered in headless Chromium with the internet cut off,
+vendored (renders) and as asv wrote it (does not), and every tile of the grid, for a history whose figures never
+move as for one whose figures do, showing its line inside the tile rather than on its border."""
 
+import html
 import importlib.util
 import json
 import os
@@ -16,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from sgemm.publishing import site
-from sgemm.publishing.site import CDN_ASSETS, PACKAGES, SiteError, add_nav_link, vendor_assets
+from sgemm.publishing.site import (CDN_ASSETS, PACKAGES, SUMMARY_MARGINS_SCRIPT, SiteError, add_nav_link,
+                                   add_summary_margins, vendor_assets)
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRE_CHROMIUM = os.environ.get("SGEMM_REQUIRE_CHROMIUM") == "1"
@@ -56,10 +60,9 @@ def _unavailable(reason: str):
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def published(tmp_path_factory):
-    """What `asv publish` wrote for three commits of a one-benchmark suite, each run on two GPU machines."""
-    repo = tmp_path_factory.mktemp("asv-site")
+def _asv_history(repo: Path, commits: list[dict[str, str]], machines: dict[str, tuple[str, dict[str, str]]]) -> Path:
+    """What `asv publish` wrote for a history of a commit per entry of `commits` (the benchmark files it writes, by
+    name), each run on every machine of `machines` (by name: its GPU, and what its runs add to the environment)."""
     (repo / "benchmarks").mkdir()
     (repo / "benchmarks" / "__init__.py").write_text("")
     (repo / "asv.conf.json").write_text(json.dumps({
@@ -67,7 +70,7 @@ def published(tmp_path_factory):
         "benchmark_dir": "benchmarks", "results_dir": "results", "html_dir": "html"}))
     (repo / ".asv-machine.json").write_text(json.dumps({"version": 1, **{
         machine: {"machine": machine, "gpu": gpu, "os": "Linux", "arch": "x86_64", "cpu": "x", "num_cpu": "1",
-                  "ram": "1"} for machine, (gpu, _) in MACHINES.items()}}))
+                  "ram": "1"} for machine, (gpu, _) in machines.items()}}))
     env = {"HOME": str(repo), "PATH": "/usr/bin:/bin", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 
@@ -77,16 +80,55 @@ def published(tmp_path_factory):
         return done.stdout.strip()
 
     sh("git", "init", "-q", "-b", "main")
-    for base in (0, 0.5, 1):
-        (repo / "benchmarks" / "bench_gemm.py").write_text(SUITE.format(base=base))
+    for number, files in enumerate(commits):
+        for name, text in files.items():
+            (repo / "benchmarks" / name).write_text(text)
         sh("git", "add", "-A")
-        sh("git", "commit", "-qm", f"base {base}")
+        sh("git", "commit", "-qm", f"commit {number}")
         commit = sh("git", "rev-parse", "HEAD")
-        for machine, (_, scale) in MACHINES.items():
+        for machine, (_, extra) in machines.items():
             sh(sys.executable, "-m", "asv", "run", "--python=same", "--machine", machine, "--set-commit-hash",
-               commit, SYNTHETIC_GPU_SCALE=str(scale))
+               commit, **extra)
     sh(sys.executable, "-m", "asv", "publish")
     return repo / "html"
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    """What `asv publish` wrote for three commits of a one-benchmark suite, each run on two GPU machines."""
+    return _asv_history(tmp_path_factory.mktemp("asv-site"),
+                        [{"bench_gemm.py": SUITE.format(base=base)} for base in (0, 0.5, 1)],
+                        {machine: (gpu, {"SYNTHETIC_GPU_SCALE": str(scale)})
+                         for machine, (gpu, scale) in MACHINES.items()})
+
+
+# As a box without a GPU records the resource suite: three commits that compile alike, so that no figure moves; one
+# track positive throughout, and two whose geometric mean over the kernels is 0 (a kernel without shared memory, none
+# spilling). The comment is all that changes between the commits.
+FLAT_SUITE = """
+class Resources:
+    params = [["naive", "tiled", "wgmma"], ["sm_80", "sm_90"]]
+    param_names = ["kernel", "arch"]
+    # commit {number}
+
+    def track_registers(self, kernel, arch):
+        return {{"naive": 32, "tiled": 64, "wgmma": 168}}[kernel]
+
+    def track_shared_memory(self, kernel, arch):
+        return 0 if kernel == "naive" else 8192
+
+    def track_spill_stores(self, kernel, arch):
+        return 0
+"""
+FLAT_TRACKS = {"track_registers": "positive", "track_shared_memory": "zero", "track_spill_stores": "zero"}
+
+
+@pytest.fixture(scope="module")
+def flat_published(tmp_path_factory):
+    """What `asv publish` wrote for FLAT_SUITE's three commits, run on one machine with no GPU."""
+    return _asv_history(tmp_path_factory.mktemp("asv-flat-site"),
+                        [{"bench_resources.py": FLAT_SUITE.format(number=number)} for number in range(3)],
+                        {"cpu-box": ("", {})})
 
 
 @pytest.fixture
@@ -441,6 +483,45 @@ def test_a_navbar_only_in_a_comment_is_no_navbar(tmp_path):
     assert (tmp_path / "index.html").read_text() == text
 
 
+# --- the benchmark grid's tiles -------------------------------------------------------------------------------------
+
+
+def scripts_in_head(index: Path) -> list[str]:
+    text = index.read_text()
+    return re.findall(r'<script\b[^>]*\ssrc="([^"]*)"', text[:text.index("</head>")])
+
+
+def test_the_grid_margins_are_loaded_once_after_every_other_script(site_dir, npm_cache):
+    index = site_dir / "index.html"
+    assert add_summary_margins(site_dir) is True
+    script = (site_dir / SUMMARY_MARGINS_SCRIPT).read_text()
+    assert "plot.hooks.processOffset" in script and 'hasClass("benchmark-plot")' in script
+    assert scripts_in_head(index)[-1] == SUMMARY_MARGINS_SCRIPT  # flot and asv's own scripts load first
+    assert scripts_in_head(index).count(SUMMARY_MARGINS_SCRIPT) == 1
+    assert f'    <script src="{SUMMARY_MARGINS_SCRIPT}"></script>\n  </head>' in index.read_text()
+
+    once = snapshot(site_dir)
+    assert add_summary_margins(site_dir) is False
+    assert snapshot(site_dir) == once
+    vendor_assets(site_dir, npm_cache)  # a local script: left as it is
+    assert scripts_in_head(index).count(SUMMARY_MARGINS_SCRIPT) == 1
+    assert add_summary_margins(site_dir) is False
+
+    (site_dir / SUMMARY_MARGINS_SCRIPT).write_text("// edited")
+    text = index.read_text()
+    assert add_summary_margins(site_dir) is True  # the script written again, the tag not added twice
+    assert (site_dir / SUMMARY_MARGINS_SCRIPT).read_text() == script and index.read_text() == text
+
+
+def test_the_grid_margins_need_a_page_with_a_head(tmp_path):
+    with pytest.raises(SiteError, match="run `asv publish` first"):
+        add_summary_margins(tmp_path)
+    (tmp_path / "index.html").write_text("<html><body>no head</body></html>")
+    with pytest.raises(SiteError, match="no </head>"):
+        add_summary_margins(tmp_path)
+    assert [path.name for path in tmp_path.iterdir()] == ["index.html"]
+
+
 # --- in a browser, with the internet cut off -----------------------------------------------------------------------
 
 
@@ -454,6 +535,7 @@ def chromium():
 
 def test_the_vendored_site_renders_offline_and_asvs_own_does_not(published, site_dir, npm_cache, chromium,
                                                                   tmp_path):
+    add_summary_margins(site_dir)
     vendor_assets(site_dir, npm_cache)
     add_nav_link(site_dir, "gpus/index.html", "GPUs")
     vendored_files = {f"/{path.relative_to(site_dir).as_posix()}" for path in (site_dir / "vendor").rglob("*.js")}
@@ -495,6 +577,98 @@ def test_the_vendored_site_renders_offline_and_asvs_own_does_not(published, site
     assert "<title>airspeed velocity error</title>" in failed
     assert "dependencies of airspeed velocity failed to load" in failed
     assert "bench_gemm" not in failed
+
+    # The grid's one tile: TFLOP/s that rise with each commit draw a line that climbs across the tile, its top clear
+    # of the tile's border.
+    rows = drawn_tiles(site_dir, chromium, tmp_path / "vendored-grid.png")["bench_gemm.Gemm.track_tflops"]
+    drawn = line_rows(rows)
+    assert drawn and max(drawn) - min(drawn) > len(rows) / 4, drawn
+    assert [y for y in range(1, PROBE_EDGE) if rows[y]] == [], rows
+
+
+# Once every tile of asv's grid has drawn, what each tile's canvas holds: the number of drawn pixels in each row,
+# leaving out PROBE_EDGE columns at either side (where the tile's border runs down). Written into the page, as JSON,
+# for --dump-dom to carry out.
+PROBE_EDGE = 4
+TILE_PROBE = """
+(function () {
+    var tries = 0;
+    function probe() {
+        var tiles = $(".benchmark-plot");
+        if (tiles.length === 0 || tiles.find("canvas.flot-base").length < tiles.length) {
+            if (++tries < 100) {
+                setTimeout(probe, 100);
+            }
+            return;
+        }
+        var found = {};
+        tiles.each(function () {
+            var canvas = $(this).find("canvas.flot-base")[0];
+            var pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+            var rows = [];
+            for (var y = 0; y < canvas.height; y++) {
+                var drawn = 0;
+                for (var x = EDGE; x < canvas.width - EDGE; x++) {
+                    drawn += pixels[4 * (y * canvas.width + x) + 3] > 0 ? 1 : 0;
+                }
+                rows.push(drawn);
+            }
+            found[this.id.replace("summarygrid-", "")] = rows;
+        });
+        $('<pre id="tile-probe"></pre>').text(JSON.stringify(found)).appendTo("body");
+    }
+    $(probe);
+})();
+""".replace("EDGE", str(PROBE_EDGE))
+
+
+def drawn_tiles(site_dir: Path, chromium: str, png: Path) -> dict[str, list[int]]:
+    """The front page of the site rendered: TILE_PROBE's rows of every tile of the grid, by benchmark."""
+    (site_dir / "tile-probe.js").write_text(TILE_PROBE)
+    index = site_dir / "index.html"
+    index.write_text(index.read_text().replace("</head>", '<script src="tile-probe.js"></script></head>', 1))
+    with screenshot.serve(site_dir) as (url, _):
+        dom = screenshot.render(url + "index.html", png, chromium=chromium)
+    print(f"\ngrid: {png}")
+    found = re.search(r'<pre id="tile-probe">([^<]*)</pre>', dom)
+    assert found, "the grid's tiles did not all draw"
+    return json.loads(html.unescape(found.group(1)))
+
+
+def line_rows(rows: list[int]) -> list[int]:
+    """The rows of a tile where a line is drawn away from the tile's border: its first and last PROBE_EDGE rows
+    (the border, and a line drawn along it) aside."""
+    return [y for y in range(PROBE_EDGE, len(rows) - PROBE_EDGE) if rows[y] > 0]
+
+
+def test_every_tile_of_a_history_whose_figures_do_not_move_shows_its_line(flat_published, npm_cache, chromium,
+                                                                         tmp_path):
+    asvs = Path(shutil.copytree(flat_published, tmp_path / "asv"))
+    vendor_assets(asvs, npm_cache)
+    ours = Path(shutil.copytree(flat_published, tmp_path / "ours"))
+    add_summary_margins(ours)
+    vendor_assets(ours, npm_cache)
+    names = {f"bench_resources.Resources.{track}" for track in FLAT_TRACKS}
+
+    # As asv draws them, each flat line lies on its tile's border, and the tiles look blank.
+    tiles = drawn_tiles(asvs, chromium, tmp_path / "asv-grid.png")
+    assert set(tiles) == names
+    assert {name: line_rows(rows) for name, rows in tiles.items()} == {name: [] for name in names}
+
+    tiles = drawn_tiles(ours, chromium, tmp_path / "grid.png")
+    assert set(tiles) == names
+    for track, kind in FLAT_TRACKS.items():
+        rows = tiles[f"bench_resources.Resources.{track}"]
+        drawn = line_rows(rows)
+        width = max(rows)  # a row of the border
+        assert drawn and max(rows[y] for y in drawn) > width * 0.9, (track, rows)  # a line across the tile
+        assert max(drawn) - min(drawn) <= 4, (track, drawn)  # flat: a few rows of one line
+        # Room below 0 and above the largest value: a positive flat line runs near the top, a line at 0 near the
+        # bottom, both clear of the border.
+        if kind == "positive":
+            assert min(drawn) > PROBE_EDGE and max(drawn) < len(rows) / 4, (track, drawn)
+        else:
+            assert min(drawn) > len(rows) * 3 / 4 and max(drawn) < len(rows) - 1 - PROBE_EDGE, (track, drawn)
 
 
 def test_the_screenshot_script_serves_a_site_folder(site_dir, npm_cache, chromium, tmp_path, capsys):
