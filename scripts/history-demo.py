@@ -578,6 +578,8 @@ def cmd_run(args) -> int:
         shutil.move(results_dir, clone / RESULTS)  # where asv.conf.json files the runs
         commits = earlier.commits
         print(f"Resuming {out / ARCHIVE}: {len(earlier.asv_seconds)} of {scenario.commits} commits measured")
+        earlier.notes.append(f"The run was cut off after {len(earlier.asv_seconds)} of the {scenario.commits} "
+                             "commits and resumed (`run --resume`) on a GPU of the same model.")
     else:
         clone = scratch / "clone"
         commits = build_branch(clone, scenario)
@@ -874,6 +876,7 @@ def write_readme(folder: Path, demo: Demo, results_dir: Path, threshold: float, 
                           demo.confirm_seconds is not None else "") + ").",
         f"2. Anywhere: `scripts/history-demo.py publish OUT/{ARCHIVE}` (`sgemm publish` of those results, then "
         "`scripts/site_screenshot.py`'s headless Chromium with every host but the loopback cut off).",
+        *(["", *demo.notes] if demo.notes else []),
         "",
         f"asv lists only steps larger than `regressions_thresholds` (default 5%); the demo's site used "
         f"`{{\".*\": {threshold:g}}}`, and `regressions_first_commits` `{{\"{scenario.not_judged}\": null}}` so that "
