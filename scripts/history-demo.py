@@ -267,7 +267,7 @@ def name_reference(catalogue: Path, commit: str) -> None:
     catalogue.write_text(text.replace(lines[0], f'reference = "{commit}"'))
 
 
-def build_branch(clone: Path, scenario: Scenario, what: str = "History") -> list[Commit]:
+def build_branch(clone: Path, scenario: Scenario, demo_name: str = "History") -> list[Commit]:
     """Clone HEAD into `clone` and commit the scenario's changes on a branch `main` there (asv.conf.json's branch).
     Author, committer and dates are fixed (a minute apart after HEAD's), so the same HEAD gives the same hashes."""
     git(ROOT, "clone", "-q", "--no-hardlinks", str(ROOT), str(clone))
@@ -285,7 +285,7 @@ def build_branch(clone: Path, scenario: Scenario, what: str = "History") -> list
             subject = f"catalogue: the history's reference is {base[:8]}, the branch's base"
         else:
             with open(clone / "README.md", "a") as readme:
-                readme.write(f"\n{what} demo: documentation change {number}.\n")
+                readme.write(f"\n{demo_name} demo: documentation change {number}.\n")
             subject = f"README: documentation change {number}"
         stamp = f"@{base_time + 60 * number} +0000"
         env = dict(os.environ, **COMMITTER, GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)
