@@ -9,6 +9,11 @@ from pathlib import Path
 
 import pytest
 
+# The project's asv.conf.json runs benchmarks this way: a server imports the suite once and forks a process per
+# benchmark and parameter combination. asv's default starts a Python for each, about half a second apiece on a 2-core
+# box, which made most of the time of the tests that run asv.
+LAUNCH_METHOD = "forkserver"
+
 
 def _no_gpu_reason() -> str | None:
     from sgemm.measuring.record import NoGpuError, device_info
@@ -68,7 +73,7 @@ def asv_run_suite(tmp_path):
         (repo / "asv.conf.json").write_text(json.dumps({
             "version": 1, "project": "synthetic", "repo": ".", "branches": ["main"],
             "environment_type": "existing", "benchmark_dir": "benchmarks", "results_dir": "results",
-            "html_dir": "html", "env_dir": "env",
+            "html_dir": "html", "env_dir": "env", "launch_method": LAUNCH_METHOD,
         }))
         env = dict(os.environ, HOME=str(tmp_path), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
                    GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
@@ -241,7 +246,8 @@ class GpuResultsTree:
         (self.repo / "benchmarks" / "bench_gpu.py").write_text(TWO_GPU_GPU_SUITE)
         (self.repo / "asv.conf.json").write_text(json.dumps({
             "version": 1, "project": "sgemm", "repo": ".", "branches": ["main"], "environment_type": "existing",
-            "benchmark_dir": "benchmarks", "results_dir": "results", "html_dir": "html", "env_dir": "env"}))
+            "benchmark_dir": "benchmarks", "results_dir": "results", "html_dir": "html", "env_dir": "env",
+            "launch_method": LAUNCH_METHOD}))
         (self.repo / ".gitignore").write_text("results/\nhtml/\nenv/\n")
         self.sh("git", "init", "-q", "-b", "main")
         self.sh("git", "add", "-A")

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import LAUNCH_METHOD
 
 from sgemm.asvsuite import SuiteCase
 from sgemm.judging import paired_rounds
@@ -104,7 +105,7 @@ def synthetic_repo(tmp_path, monkeypatch, committer):
         "version": 1, "project": "figures", "repo": ".", "branches": ["main"], "environment_type": "virtualenv",
         "pythons": [f"{sys.version_info.major}.{sys.version_info.minor}"], "build_command": [],
         "install_command": [install], "uninstall_command": [], "benchmark_dir": "benchmarks",
-        "results_dir": "results", "html_dir": "html"}))
+        "results_dir": "results", "html_dir": "html", "launch_method": LAUNCH_METHOD}))
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
