@@ -269,33 +269,76 @@ class GpuResultsTree:
         return GpuResultsTree(destination)
 
 
+def made_once_per_run(tmp_path_factory, worker_id, name: str, make) -> Path:
+    """The folder `name` that `make(folder)` fills, made once per test run: by the first pytest-xdist worker to ask,
+    in the run's own base folder (the parent of each worker's), the others waiting on a file lock."""
+    from filelock import FileLock
+
+    if worker_id == "master":  # no xdist: the base folder's parent is shared with other runs
+        folder = tmp_path_factory.mktemp(name)
+        make(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent
+    folder = shared / name
+    with FileLock(str(shared / f"{name}.lock")):
+        if not (folder / ".made").is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            (folder / ".made").write_text("")
+    return folder
+
+
 @pytest.fixture(scope="session")
 def two_gpu_results(tmp_path_factory, worker_id) -> GpuResultsTree:
     """Real `asv run` results of one commit on two GPU boxes (GpuResultsTree.H100 and .H200) in one tree, as
     `sgemm merge` leaves them. Read it; copy it (`.copy(tmp_path / "tree")`) to change it.
 
-    Two asv runs take a minute or more on a 2-core box, and seven test modules read the tree: it is made once per
-    test run, by the first pytest-xdist worker to ask, in the run's own base folder (the parent of each worker's),
-    the others waiting on a file lock."""
-    from filelock import FileLock
-
-    if worker_id == "master":  # no xdist: the base folder's parent is shared with other runs
-        return _make_two_gpu_results(tmp_path_factory.mktemp("two-gpus"))
-    shared = tmp_path_factory.getbasetemp().parent
-    root = shared / "two-gpus"
-    with FileLock(str(shared / "two-gpus.lock")):
-        if not (root / ".made").is_file():
-            shutil.rmtree(root, ignore_errors=True)
-            _make_two_gpu_results(root)
-            (root / ".made").write_text("")
-    return GpuResultsTree(root)
+    Seven test modules read the tree: it is made once per test run (made_once_per_run)."""
+    return GpuResultsTree(made_once_per_run(tmp_path_factory, worker_id, "two-gpus", _make_two_gpu_results))
 
 
-def _make_two_gpu_results(root: Path) -> GpuResultsTree:
+def _make_two_gpu_results(root: Path) -> None:
     tree = GpuResultsTree(root).create()
     for box in (GpuResultsTree.H100, GpuResultsTree.H200):
         tree.run(box)
-    return tree
+
+
+# --- The virtualenv asv makes for a benchmark suite with no requirements (test_gate.py, test_history.py) -----------
+
+
+@pytest.fixture(scope="session")
+def asv_virtualenv(tmp_path_factory, worker_id) -> Path:
+    """An asv env_dir holding the virtualenv asv makes for a configuration of this Python with no requirements, as
+    `asv setup` made it: pip, wheel, build, asv_runner and pympler installed from the index, 12 CPU seconds of every
+    test that ran asv in a virtualenv. Copy it into a configuration's env_dir (seed_asv_virtualenv) before asv first
+    runs there: asv names an environment by its Python and requirements alone, finds this one present and checks it
+    (asv-env-info.json, `python -c pass`), and installs each commit into it as into one it had just made."""
+    return made_once_per_run(tmp_path_factory, worker_id, "asv-virtualenv", _make_asv_virtualenv)
+
+
+def _make_asv_virtualenv(root: Path) -> None:
+    (root / "benchmarks").mkdir()
+    (root / "benchmarks" / "__init__.py").write_text("")
+    (root / "asv.conf.json").write_text(json.dumps({
+        "version": 1, "project": "t", "repo": ".", "branches": ["main"], "environment_type": "virtualenv",
+        "pythons": [f"{sys.version_info.major}.{sys.version_info.minor}"], "benchmark_dir": "benchmarks",
+        "env_dir": "env", "results_dir": "results", "html_dir": "html"}))
+    # asv looks for python3.11 on PATH: this interpreter's, as the gate's tests have it (test_gate.py).
+    env = dict(os.environ, HOME=str(root), PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    for command in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-qm", "c"]):
+        subprocess.run(command, cwd=root, env=env, check=True, capture_output=True)
+    # asv 0.6.6's setup exits 1 when it succeeds (it returns its list of environments): the info file asv writes
+    # last, once everything is installed, is the proof.
+    done = subprocess.run([sys.executable, "-m", "asv", "setup"], cwd=root, env=env, capture_output=True, text=True)
+    made = list((root / "env").glob("*/asv-env-info.json"))
+    assert made, f"asv setup made no environment:\n{done.stdout}{done.stderr}"
+
+
+def seed_asv_virtualenv(template: Path, env_dir: Path) -> None:
+    """asv_virtualenv's environment copied into `env_dir`, where asv will look for it."""
+    shutil.copytree(template / "env", env_dir, symlinks=True)
 
 
 # --- asv results written through asv's own Results API (test_asvsuite.py, test_noise.py) -------------------------
