@@ -4,6 +4,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -377,3 +378,38 @@ def write_asv_run(results_dir: Path, machine: str, commit: str, date_ms: int,
         run.add_result(entry, BenchmarkResult(result=values, samples=samples, number=[1] * len(combos), errcode=0,
                                               stderr="", profile=None), record_samples=True, duration=duration_s)
     run.save(str(results_dir))
+
+
+# --- Each kernel compiled once a run for each architecture (measuring/test_resources.py, test_bench_resources.py) ---
+
+
+@pytest.fixture(scope="session")
+def compile_once(tmp_path_factory, worker_id):
+    """sgemm.measuring.resources.compile_offline, each program compiled once per test run for each architecture:
+    the per-kernel compile tests and the resource suite's setup_cache ask for the same 178 builds (70 CPU seconds
+    on a 2-core box), and whichever asks first compiles while the other reads what it kept. Kept in a folder of the
+    run (made_once_per_run), by what the compile reads: the kernel's name, entry, folder, source with its headers'
+    digests, and the architecture. NVRTC, its options and the headers it is given stay as they are for a run."""
+    import hashlib
+    import pickle
+
+    from sgemm.measuring import resources
+    from sgemm.measuring.build import kernel_source
+
+    compile_offline = resources.compile_offline
+    folder = made_once_per_run(tmp_path_factory, worker_id, "offline-builds", lambda folder: None)
+
+    def compiled(kernel, arch: str):
+        what = [kernel.name, kernel.entry, str(kernel.kernel_dir), kernel.source, kernel_source(kernel), arch]
+        path = folder / f"{hashlib.sha256(json.dumps(what).encode()).hexdigest()}.pickle"
+        try:
+            return pickle.loads(path.read_bytes())
+        except FileNotFoundError:
+            pass
+        build = compile_offline(kernel, arch)  # a compile that fails raises, and nothing is kept
+        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
+        partial.write_bytes(pickle.dumps(build))
+        os.replace(partial, path)  # the other worker reads a whole build or none
+        return build
+
+    return compiled
