@@ -180,12 +180,15 @@ def _measurement_files(snapshot: _Snapshot) -> set[str]:
     return reached
 
 
-def _imported_modules(path: str, text: str) -> list[str]:
+# Most files are the same at both commits: each text is parsed once a process (the tests select over many
+# copies of one tree).
+@functools.lru_cache(maxsize=1024)
+def _imported_modules(path: str, text: str) -> tuple[str, ...]:
     """Every module an `import` anywhere in the file may load, parent packages included (their __init__ runs)."""
     try:
         tree = ast.parse(text, path)
     except SyntaxError:
-        return []  # it cannot import anything; the change that broke it is itself a change to this file
+        return ()  # it cannot import anything; the change that broke it is itself a change to this file
     package = _package_of(path)
     modules: list[str] = []
     for node in ast.walk(tree):
@@ -195,7 +198,7 @@ def _imported_modules(path: str, text: str) -> list[str]:
             source = _absolute(node, package)
             # `from package import name` loads package.name when name is a module rather than an attribute.
             modules += _with_parents(source) + [f"{source}.{alias.name}" for alias in node.names]
-    return modules
+    return tuple(modules)
 
 
 def _package_of(path: str) -> str:
