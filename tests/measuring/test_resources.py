@@ -158,6 +158,14 @@ def test_a_compile_error_carries_the_compiler_log(tmp_path, monkeypatch):
         resources.compile_offline(kernel, "sm_90")
 
 
+def test_a_compile_with_an_empty_log_leaves_pythons_bytes_as_they_were():
+    """NVRTC writes into the buffers it is given; the NUL of an empty log once went into the b" " that every piece
+    of the process shares, and `b"a b".split(b" ")` no longer split."""
+    build = resources.compile_offline(get_kernel("fp32/naive"), "compute_80")
+    assert build.log == ""  # the case: a log of one byte, its NUL
+    assert b"a b".split(b" ") == [b"a", b"b"]
+
+
 def test_the_cuda_extras_carry_what_compiling_without_a_gpu_needs():
     """The main job on a box without a GPU is this module's compile: its environment is the package with a CUDA
     extra, not the tests' extra, so that extra must bring NVRTC, its Python bindings and the runtime's headers."""
