@@ -325,8 +325,9 @@ def _make_asv_virtualenv(root: Path) -> None:
         "version": 1, "project": "t", "repo": ".", "branches": ["main"], "environment_type": "virtualenv",
         "pythons": [f"{sys.version_info.major}.{sys.version_info.minor}"], "benchmark_dir": "benchmarks",
         "env_dir": "env", "results_dir": "results", "html_dir": "html"}))
-    # asv looks for python3.11 on PATH: this interpreter's, as the gate's tests have it (test_gate.py).
-    env = dict(os.environ, HOME=str(root), PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+    # asv looks for python3.11 on PATH: this interpreter's, as the gate's tests have it (test_gate.py). HOME stays
+    # the user's, whose pip configuration and cache (10.5 s with an empty one, 7.3 s with a warm) pip then uses.
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
                GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
     for command in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-qm", "c"]):
         subprocess.run(command, cwd=root, env=env, check=True, capture_output=True)
