@@ -270,12 +270,13 @@ class GpuResultsTree:
         return GpuResultsTree(destination)
 
 
-def made_once_per_run(tmp_path_factory, worker_id, name: str, make) -> Path:
+def made_once_per_run(tmp_path_factory, name: str, make) -> Path:
     """The folder `name` that `make(folder)` fills, made once per test run: by the first pytest-xdist worker to ask,
     in the run's own base folder (the parent of each worker's), the others waiting on a file lock."""
     from filelock import FileLock
 
-    if worker_id == "master":  # no xdist: the base folder's parent is shared with other runs
+    # Not xdist's worker_id fixture, which `-p no:xdist` takes away: the variable each of its workers is given.
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # no workers: the base folder's parent is shared with other runs
         folder = tmp_path_factory.mktemp(name)
         make(folder)
         return folder
@@ -291,12 +292,12 @@ def made_once_per_run(tmp_path_factory, worker_id, name: str, make) -> Path:
 
 
 @pytest.fixture(scope="session")
-def two_gpu_results(tmp_path_factory, worker_id) -> GpuResultsTree:
+def two_gpu_results(tmp_path_factory) -> GpuResultsTree:
     """Real `asv run` results of one commit on two GPU boxes (GpuResultsTree.H100 and .H200) in one tree, as
     `sgemm merge` leaves them. Read it; copy it (`.copy(tmp_path / "tree")`) to change it.
 
     Seven test modules read the tree: it is made once per test run (made_once_per_run)."""
-    return GpuResultsTree(made_once_per_run(tmp_path_factory, worker_id, "two-gpus", _make_two_gpu_results))
+    return GpuResultsTree(made_once_per_run(tmp_path_factory, "two-gpus", _make_two_gpu_results))
 
 
 def _make_two_gpu_results(root: Path) -> None:
@@ -309,13 +310,13 @@ def _make_two_gpu_results(root: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def asv_virtualenv(tmp_path_factory, worker_id) -> Path:
+def asv_virtualenv(tmp_path_factory) -> Path:
     """An asv env_dir holding the virtualenv asv makes for a configuration of this Python with no requirements, as
     `asv setup` made it: pip, wheel, build, asv_runner and pympler installed from the index, 12 CPU seconds of every
     test that ran asv in a virtualenv. Copy it into a configuration's env_dir (seed_asv_virtualenv) before asv first
     runs there: asv names an environment by its Python and requirements alone, finds this one present and checks it
     (asv-env-info.json, `python -c pass`), and installs each commit into it as into one it had just made."""
-    return made_once_per_run(tmp_path_factory, worker_id, "asv-virtualenv", _make_asv_virtualenv)
+    return made_once_per_run(tmp_path_factory, "asv-virtualenv", _make_asv_virtualenv)
 
 
 def _make_asv_virtualenv(root: Path) -> None:
@@ -385,7 +386,7 @@ def write_asv_run(results_dir: Path, machine: str, commit: str, date_ms: int,
 
 
 @pytest.fixture(scope="session")
-def compile_once(tmp_path_factory, worker_id):
+def compile_once(tmp_path_factory):
     """sgemm.measuring.resources.compile_offline, each program compiled once per test run for each architecture:
     the per-kernel compile tests and the resource suite's setup_cache ask for the same 178 builds (70 CPU seconds
     on a 2-core box), and whichever asks first compiles while the other reads what it kept. Kept in a folder of the
@@ -398,7 +399,7 @@ def compile_once(tmp_path_factory, worker_id):
     from sgemm.measuring.build import kernel_source
 
     compile_offline = resources.compile_offline
-    folder = made_once_per_run(tmp_path_factory, worker_id, "offline-builds", lambda folder: None)
+    folder = made_once_per_run(tmp_path_factory, "offline-builds", lambda folder: None)
 
     def compiled(kernel, arch: str):
         what = [kernel.name, kernel.entry, str(kernel.kernel_dir), kernel.source, kernel_source(kernel), arch]
