@@ -249,6 +249,9 @@ def run(repo: Path, chosen: Plan, results_dir: Path, work_dir: Path) -> int:
 # The suites that are not cases of kernels (the GPU's facts, the resource compile) run with the first shard.
 NOT_CASES = (r"^bench_gpu\.", r"^bench_resources\.")
 PROGRESS_EVERY_S = 60
+# How often the shards are looked at: a run that sleeps the whole minute between looks ends up to a minute
+# after its last shard did.
+POLL_EVERY_S = 0.5
 
 
 def case_patterns(cases: list[asvsuite.SuiteCase]) -> list[str]:
@@ -346,10 +349,13 @@ def run_sharded(repo: Path, chosen: Plan, results_dir: Path, shards: list[Shard]
                                                          stderr=subprocess.STDOUT)))
         print(f"sgemm history: GPU {shard.gpu}: {len(shard.cases)} cases, about {shard.seconds / 60:.0f} min a "
               f"commit; asv's output in {log}", file=sys.stderr)
-    started = time.monotonic()
+    started = said = time.monotonic()
     while any(process.poll() is None for _, _, process in running):
-        time.sleep(PROGRESS_EVERY_S)
-        elapsed = time.monotonic() - started
+        time.sleep(POLL_EVERY_S)
+        if time.monotonic() - said < PROGRESS_EVERY_S:
+            continue
+        said = time.monotonic()
+        elapsed = said - started
         print("sgemm history: " + "; ".join(f"GPU {shard.gpu} {_progress(log, elapsed)}" for shard, log, _ in running),
               file=sys.stderr)
     status = max(process.returncode for _, _, process in running)

@@ -4,10 +4,16 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+# The project's asv.conf.json runs benchmarks this way: a server imports the suite once and forks a process per
+# benchmark and parameter combination. asv's default starts a Python for each, about half a second apiece on a 2-core
+# box, which made most of the time of the tests that run asv.
+LAUNCH_METHOD = "forkserver"
 
 
 def _no_gpu_reason() -> str | None:
@@ -42,7 +48,13 @@ def _skip_without_modules(items) -> None:
                 item.add_marker(pytest.mark.skip(reason=f"needs {', '.join(missing)} ({_STACK_HINT})"))
 
 
+# Its module's two scenarios take 20 s and 10 s to set up: collected late, they were the last thing one xdist worker
+# ran while the other had finished (12 s of a 2-core run). First, they are spread among the rest.
+RUN_FIRST = ("tests/test_history_demo.py",)
+
+
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in RUN_FIRST)  # stable: the rest keep their order
     _skip_without_modules(items)
     marked = [item for item in items if "gpu" in item.keywords or "no_gpu" in item.keywords]
     if not marked:
@@ -68,7 +80,7 @@ def asv_run_suite(tmp_path):
         (repo / "asv.conf.json").write_text(json.dumps({
             "version": 1, "project": "synthetic", "repo": ".", "branches": ["main"],
             "environment_type": "existing", "benchmark_dir": "benchmarks", "results_dir": "results",
-            "html_dir": "html", "env_dir": "env",
+            "html_dir": "html", "env_dir": "env", "launch_method": LAUNCH_METHOD,
         }))
         env = dict(os.environ, HOME=str(tmp_path), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
                    GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
@@ -241,7 +253,8 @@ class GpuResultsTree:
         (self.repo / "benchmarks" / "bench_gpu.py").write_text(TWO_GPU_GPU_SUITE)
         (self.repo / "asv.conf.json").write_text(json.dumps({
             "version": 1, "project": "sgemm", "repo": ".", "branches": ["main"], "environment_type": "existing",
-            "benchmark_dir": "benchmarks", "results_dir": "results", "html_dir": "html", "env_dir": "env"}))
+            "benchmark_dir": "benchmarks", "results_dir": "results", "html_dir": "html", "env_dir": "env",
+            "launch_method": LAUNCH_METHOD}))
         (self.repo / ".gitignore").write_text("results/\nhtml/\nenv/\n")
         self.sh("git", "init", "-q", "-b", "main")
         self.sh("git", "add", "-A")
@@ -263,33 +276,78 @@ class GpuResultsTree:
         return GpuResultsTree(destination)
 
 
+def made_once_per_run(tmp_path_factory, name: str, make) -> Path:
+    """The folder `name` that `make(folder)` fills, made once per test run: by the first pytest-xdist worker to ask,
+    in the run's own base folder (the parent of each worker's), the others waiting on a file lock."""
+    from filelock import FileLock
+
+    # Not xdist's worker_id fixture, which `-p no:xdist` takes away: the variable each of its workers is given.
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # no workers: the base folder's parent is shared with other runs
+        folder = tmp_path_factory.mktemp(name)
+        make(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent
+    folder = shared / name
+    with FileLock(str(shared / f"{name}.lock")):
+        if not (folder / ".made").is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            (folder / ".made").write_text("")
+    return folder
+
+
 @pytest.fixture(scope="session")
-def two_gpu_results(tmp_path_factory, worker_id) -> GpuResultsTree:
+def two_gpu_results(tmp_path_factory) -> GpuResultsTree:
     """Real `asv run` results of one commit on two GPU boxes (GpuResultsTree.H100 and .H200) in one tree, as
     `sgemm merge` leaves them. Read it; copy it (`.copy(tmp_path / "tree")`) to change it.
 
-    Two asv runs take a minute or more on a 2-core box, and seven test modules read the tree: it is made once per
-    test run, by the first pytest-xdist worker to ask, in the run's own base folder (the parent of each worker's),
-    the others waiting on a file lock."""
-    from filelock import FileLock
-
-    if worker_id == "master":  # no xdist: the base folder's parent is shared with other runs
-        return _make_two_gpu_results(tmp_path_factory.mktemp("two-gpus"))
-    shared = tmp_path_factory.getbasetemp().parent
-    root = shared / "two-gpus"
-    with FileLock(str(shared / "two-gpus.lock")):
-        if not (root / ".made").is_file():
-            shutil.rmtree(root, ignore_errors=True)
-            _make_two_gpu_results(root)
-            (root / ".made").write_text("")
-    return GpuResultsTree(root)
+    Seven test modules read the tree: it is made once per test run (made_once_per_run)."""
+    return GpuResultsTree(made_once_per_run(tmp_path_factory, "two-gpus", _make_two_gpu_results))
 
 
-def _make_two_gpu_results(root: Path) -> GpuResultsTree:
+def _make_two_gpu_results(root: Path) -> None:
     tree = GpuResultsTree(root).create()
     for box in (GpuResultsTree.H100, GpuResultsTree.H200):
         tree.run(box)
-    return tree
+
+
+# --- The virtualenv asv makes for a benchmark suite with no requirements (test_gate.py, test_history.py) -----------
+
+
+@pytest.fixture(scope="session")
+def asv_virtualenv(tmp_path_factory) -> Path:
+    """An asv env_dir holding the virtualenv asv makes for a configuration of this Python with no requirements, as
+    `asv setup` made it: pip, wheel, build, asv_runner and pympler installed from the index, 12 CPU seconds of every
+    test that ran asv in a virtualenv. Copy it into a configuration's env_dir (seed_asv_virtualenv) before asv first
+    runs there: asv names an environment by its Python and requirements alone, finds this one present and checks it
+    (asv-env-info.json, `python -c pass`), and installs each commit into it as into one it had just made."""
+    return made_once_per_run(tmp_path_factory, "asv-virtualenv", _make_asv_virtualenv)
+
+
+def _make_asv_virtualenv(root: Path) -> None:
+    (root / "benchmarks").mkdir()
+    (root / "benchmarks" / "__init__.py").write_text("")
+    (root / "asv.conf.json").write_text(json.dumps({
+        "version": 1, "project": "t", "repo": ".", "branches": ["main"], "environment_type": "virtualenv",
+        "pythons": [f"{sys.version_info.major}.{sys.version_info.minor}"], "benchmark_dir": "benchmarks",
+        "env_dir": "env", "results_dir": "results", "html_dir": "html"}))
+    # asv looks for python3.11 on PATH: this interpreter's, as the gate's tests have it (test_gate.py). HOME stays
+    # the user's, whose pip configuration and cache (10.5 s with an empty one, 7.3 s with a warm) pip then uses.
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    for command in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-qm", "c"]):
+        subprocess.run(command, cwd=root, env=env, check=True, capture_output=True)
+    # asv 0.6.6's setup exits 1 when it succeeds (it returns its list of environments): the info file asv writes
+    # last, once everything is installed, is the proof.
+    done = subprocess.run([sys.executable, "-m", "asv", "setup"], cwd=root, env=env, capture_output=True, text=True)
+    made = list((root / "env").glob("*/asv-env-info.json"))
+    assert made, f"asv setup made no environment:\n{done.stdout}{done.stderr}"
+
+
+def seed_asv_virtualenv(template: Path, env_dir: Path) -> None:
+    """asv_virtualenv's environment copied into `env_dir`, where asv will look for it."""
+    shutil.copytree(template / "env", env_dir, symlinks=True)
 
 
 # --- asv results written through asv's own Results API (test_asvsuite.py, test_noise.py) -------------------------
@@ -328,3 +386,38 @@ def write_asv_run(results_dir: Path, machine: str, commit: str, date_ms: int,
         run.add_result(entry, BenchmarkResult(result=values, samples=samples, number=[1] * len(combos), errcode=0,
                                               stderr="", profile=None), record_samples=True, duration=duration_s)
     run.save(str(results_dir))
+
+
+# --- Each kernel compiled once a run for each architecture (measuring/test_resources.py, test_bench_resources.py) ---
+
+
+@pytest.fixture(scope="session")
+def compile_once(tmp_path_factory):
+    """sgemm.measuring.resources.compile_offline, each program compiled once per test run for each architecture:
+    the per-kernel compile tests and the resource suite's setup_cache ask for the same 178 builds (70 CPU seconds
+    on a 2-core box), and whichever asks first compiles while the other reads what it kept. Kept in a folder of the
+    run (made_once_per_run), by what the compile reads: the kernel's name, entry, folder, source with its headers'
+    digests, and the architecture. NVRTC, its options and the headers it is given stay as they are for a run."""
+    import hashlib
+    import pickle
+
+    from sgemm.measuring import resources
+    from sgemm.measuring.build import kernel_source
+
+    compile_offline = resources.compile_offline
+    folder = made_once_per_run(tmp_path_factory, "offline-builds", lambda folder: None)
+
+    def compiled(kernel, arch: str):
+        what = [kernel.name, kernel.entry, str(kernel.kernel_dir), kernel.source, kernel_source(kernel), arch]
+        path = folder / f"{hashlib.sha256(json.dumps(what).encode()).hexdigest()}.pickle"
+        try:
+            return pickle.loads(path.read_bytes())
+        except FileNotFoundError:
+            pass
+        build = compile_offline(kernel, arch)  # a compile that fails raises, and nothing is kept
+        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
+        partial.write_bytes(pickle.dumps(build))
+        os.replace(partial, path)  # the other worker reads a whole build or none
+        return build
+
+    return compiled

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from sgemm.catalogue import architectures, load_catalogue
+from sgemm.measuring import resources
 from sgemm.measuring.resources import ResourceUsage
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,12 +55,20 @@ def test_a_kernel_the_commit_lacks_is_a_skip_and_a_compile_error_a_failure():
         suite.setup({"unavailable": "NVRTC is not usable here: no cuda"}, "fp32/naive", "sm_90")
 
 
-def test_setup_cache_compiles_every_kernel_for_every_architecture():
+def test_setup_cache_compiles_every_kernel_for_every_architecture(compile_once, monkeypatch):
+    # Each build is test_every_kernel_compiles_without_a_gpu_...'s as well: compile_once makes it once a run.
+    monkeypatch.setattr(resources, "compile_offline", compile_once)
     table = load_suite().Resources().setup_cache()
     compiled = [k for k in load_catalogue().values() if not k.library]
     assert set(table) == {(k.name, arch) for k in compiled for arch in k.architectures(tuple(architectures()))}
     failures = {key: value for key, value in table.items() if isinstance(value, str)}
     assert not failures
+    # Two programs compiled afresh, together in the table's threads as setup_cache compiles them, give the figures
+    # the table holds.
+    monkeypatch.undo()
+    two = list({(k.source, k.entry): k for k in compiled if not k.target}.values())[:2]
+    fresh = resources.usage_table(two, ("sm_90",))
+    assert len(fresh) == 2 and fresh == {key: table[key] for key in fresh}
 
 
 def test_the_byte_tracks_say_bytes_so_that_asv_draws_them_from_zero_and_each_name_says_per_what():

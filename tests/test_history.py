@@ -233,13 +233,14 @@ def test_first_is_said_to_be_left_aside_once_the_machine_has_runs(repo, tmp_path
 
 # --- Sharded: real asv runs of a synthetic suite, two shards at once, joined --------------------------------------
 
-def test_two_shards_run_at_once_and_join_into_the_run_of_one_gpu(two_gpu_results, tmp_path, monkeypatch):
+def test_two_shards_run_at_once_and_join_into_the_run_of_one_gpu(two_gpu_results, asv_virtualenv, tmp_path,
+                                                                  monkeypatch):
     import json
 
     from sgemm.asvsuite import SuiteCase
     from sgemm.shards import Shard, _row
 
-    from conftest import GpuResultsTree
+    from conftest import GpuResultsTree, seed_asv_virtualenv
 
     box = GpuResultsTree.H200
     tree = two_gpu_results.copy(tmp_path / "tree")
@@ -249,6 +250,10 @@ def test_two_shards_run_at_once_and_join_into_the_run_of_one_gpu(two_gpu_results
     conf.update(environment_type="virtualenv", matrix={}, build_command=[], install_command=[],
                 uninstall_command=[])
     (tree.repo / "asv.conf.json").write_text(json.dumps(conf))
+    # Each shard's environment is where asv will look for it (work_dir/gpu-N/env), as on a box that ran before:
+    # what is tested here is the shards' running at once and their joining, not asv making virtualenvs.
+    for gpu in (0, 1):
+        seed_asv_virtualenv(asv_virtualenv, tmp_path / "work" / f"gpu-{gpu}" / "env")
     whole = next(p for p in (two_gpu_results.results / box.machine).glob("*.json") if p.name != "machine.json")
     results = tmp_path / "results"
     monkeypatch.setenv("HOME", str(tree.home))

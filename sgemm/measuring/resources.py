@@ -78,9 +78,15 @@ def program_log(program) -> str:
     from cuda.bindings import nvrtc
 
     _, size = nvrtc.nvrtcGetProgramLogSize(program)
-    log = b" " * size
+    log = _buffer(size)
     nvrtc.nvrtcGetProgramLog(program, log)
-    return log.rstrip(b"\x00 ").decode(errors="replace")
+    return bytes(log).rstrip(b"\x00 ").decode(errors="replace")
+
+
+def _buffer(size: int) -> bytearray:
+    """Room for NVRTC to write `size` bytes into. Never `b" " * size`: for a size of 1 (an empty log, its NUL alone)
+    that is the one b" " Python shares, and NVRTC's NUL made every b" " of the process a NUL byte."""
+    return bytearray(size)
 
 
 @dataclass(frozen=True)
@@ -154,12 +160,13 @@ def compile_offline(kernel: Kernel, arch: str) -> OfflineBuild:
         cubin = b""
         if not to_ptx:
             _, size = nvrtc.nvrtcGetCUBINSize(program)
-            cubin = b" " * size
+            cubin = _buffer(size)
             _check(nvrtc.nvrtcGetCUBIN(program, cubin), program, "reading the cubin", kernel.name)
+            cubin = bytes(cubin)
         _, size = nvrtc.nvrtcGetPTXSize(program)
-        ptx = b" " * size
+        ptx = _buffer(size)
         _check(nvrtc.nvrtcGetPTX(program, ptx), program, "reading the PTX", kernel.name)
-        ptx = ptx.rstrip(b"\x00 ").decode()
+        ptx = bytes(ptx).rstrip(b"\x00 ").decode()
         try:
             geometry = read_geometry(ptx, _lowered_name(program, stated, kernel.name)) if stated else None
         except ValueError as exc:

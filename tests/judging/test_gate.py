@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import LAUNCH_METHOD, seed_asv_virtualenv
 
 from sgemm.asvsuite import SuiteCase
 from sgemm.judging import paired_rounds
@@ -92,8 +93,10 @@ def committer(monkeypatch):
 
 
 @pytest.fixture
-def synthetic_repo(tmp_path, monkeypatch, committer):
-    """A git repository whose commits differ only in the figures the suite will read."""
+def synthetic_repo(tmp_path, monkeypatch, committer, asv_virtualenv):
+    """A git repository whose commits differ only in the figures the suite will read; the virtualenv asv would make
+    for its configuration is already where the gate's asv looks for it (work_dir/unpaired/env), as on a box that
+    gated before."""
     repo = tmp_path / "repo"
     (repo / "benchmarks").mkdir(parents=True)
     (repo / "benchmarks" / "__init__.py").write_text("")
@@ -104,7 +107,7 @@ def synthetic_repo(tmp_path, monkeypatch, committer):
         "version": 1, "project": "figures", "repo": ".", "branches": ["main"], "environment_type": "virtualenv",
         "pythons": [f"{sys.version_info.major}.{sys.version_info.minor}"], "build_command": [],
         "install_command": [install], "uninstall_command": [], "benchmark_dir": "benchmarks",
-        "results_dir": "results", "html_dir": "html"}))
+        "results_dir": "results", "html_dir": "html", "launch_method": LAUNCH_METHOD}))
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -112,6 +115,7 @@ def synthetic_repo(tmp_path, monkeypatch, committer):
     write_machine_file({"machine": "gpu-box", "gpu": "NVIDIA H100 80GB HBM3", "arch": "x86_64", "cpu": "x",
                         "num_cpu": "1", "os": "Linux", "ram": "1"}, home / ".asv-machine.json")
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    seed_asv_virtualenv(asv_virtualenv, tmp_path / "gate" / "unpaired" / "env")
 
     def commit(message: str, slowdown: dict, clock_mhz: dict, readme: str = "figures\n", failing=None,
                throttled=None) -> str:

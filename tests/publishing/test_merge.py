@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import LAUNCH_METHOD
 
 from sgemm import resultstree
 from sgemm.publishing.merge import MergeError, merge_results
@@ -33,7 +34,8 @@ def two_boxes(tmp_path_factory):
         (repo / "benchmarks" / "bench_gemm.py").write_text(SUITE)
         (repo / "asv.conf.json").write_text(json.dumps({
             "version": 1, "project": "t", "repo": ".", "branches": ["main"], "environment_type": "existing",
-            "benchmark_dir": "benchmarks", "results_dir": "results", "html_dir": "html"}))
+            "benchmark_dir": "benchmarks", "results_dir": "results", "html_dir": "html",
+            "launch_method": LAUNCH_METHOD}))
         (repo / ".asv-machine.json").write_text(json.dumps({"version": 1, machine: {
             "machine": machine, "gpu": gpu, "os": "Linux", "arch": "x86_64", "cpu": "x", "num_cpu": "1", "ram": "1"}}))
         env = {"HOME": str(repo), "PATH": "/usr/bin:/bin", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",

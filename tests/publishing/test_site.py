@@ -17,6 +17,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from conftest import LAUNCH_METHOD
 
 from sgemm.publishing import site
 from sgemm.publishing.site import (CDN_ASSETS, PACKAGES, SUMMARY_MARGINS_SCRIPT, SiteError, add_nav_link,
@@ -67,7 +68,7 @@ def _asv_history(repo: Path, commits: list[dict[str, str]], machines: dict[str, 
     (repo / "benchmarks" / "__init__.py").write_text("")
     (repo / "asv.conf.json").write_text(json.dumps({
         "version": 1, "project": "sgemm", "repo": ".", "branches": ["main"], "environment_type": "existing",
-        "benchmark_dir": "benchmarks", "results_dir": "results", "html_dir": "html"}))
+        "benchmark_dir": "benchmarks", "results_dir": "results", "html_dir": "html", "launch_method": LAUNCH_METHOD}))
     (repo / ".asv-machine.json").write_text(json.dumps({"version": 1, **{
         machine: {"machine": machine, "gpu": gpu, "os": "Linux", "arch": "x86_64", "cpu": "x", "num_cpu": "1",
                   "ram": "1"} for machine, (gpu, _) in machines.items()}}))
