@@ -2,9 +2,11 @@
 """A second opinion on a paired ratio: one kernel built from two source trees, timed with nothing but CuPy events.
 
 Independent of the paired timer it checks (sgemm.measuring.paired): no blocking kernel, no blocks, no pairs, no
-adaptive stop. Each build gets its own inputs (the same values), both are checked against FP64, then after
-WARMUP_S of alternating launches every launch is timed between two events, the builds alternating A B B A ..., for
---seconds; the ratio is the median launch time of the second tree over the first's.
+adaptive stop. Both builds run on the very same arrays, as the paired timer's do (with arrays of their own each
+launch found L2 holding the other build's inputs, which is the flushed state for these sizes: at 8192 that read a
+slowed Hopper kernel 0.3 points below the gate's warm ratio). Each is checked against FP64, then after WARMUP_S of
+alternating launches every launch is timed between two events, the builds alternating A B B A ..., for --seconds;
+the ratio is the median launch time of the second tree over the first's.
 
 Usage: scripts/ab-events.py TREE_A TREE_B KERNEL SIZE [--seconds 6] [--flush-l2]
 (a tree is a folder holding kernels/ and sgemm/catalogue.toml, e.g. from `git archive`). Prints one line of JSON.
@@ -38,11 +40,12 @@ def main() -> int:
     import cupy
 
     from sgemm import sourcetree
-    from sgemm.measuring.problem import make_problem
+    from sgemm.measuring.problem import make_problem, rebind
     from sgemm.measuring.verify import verify
 
-    problems = [make_problem(sourcetree.kernels(tree)[args.kernel], args.size, args.size, args.size)
-                for tree in (args.tree_a, args.tree_b)]
+    kernel_a, kernel_b = (sourcetree.kernels(tree)[args.kernel] for tree in (args.tree_a, args.tree_b))
+    first = make_problem(kernel_a, args.size, args.size, args.size)
+    problems = [first, rebind(first, kernel_b)]
     errors = [verify(problem) for problem in problems]
     flush = cupy.empty(2 * cupy.cuda.Device().attributes["L2CacheSize"], dtype=cupy.uint8)
     times: list[list[float]] = [[], []]
