@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """A second opinion on a paired ratio: one kernel built from two source trees, timed with nothing but CuPy events.
 
-Independent of the paired timer it checks (sgemm.measuring.paired): no blocking kernel, no blocks, no pairs, no
-adaptive stop. Both builds run on the very same arrays, as the paired timer's do (with arrays of their own each
-launch found L2 holding the other build's inputs, which is the flushed state for these sizes: at 8192 that read a
-slowed Hopper kernel 0.3 points below the gate's warm ratio). Each is checked against FP64, then after WARMUP_S of
-alternating launches every launch is timed between two events, the builds alternating A B B A ..., for --seconds;
-the ratio is the median launch time of the second tree over the first's.
+Independent of the paired timer it checks (sgemm.measuring.paired): no blocking kernel, no block sizing, no pair
+ratios, no adaptive stop. It measures what that timer's ratios stand for, the time of a launch in a stream of
+launches of one build on one set of arrays:
+- Both builds run on the very same arrays, as the paired timer's do. With arrays of their own, each launch found
+  L2 holding the other build's inputs: a slowed Hopper kernel then read 0.3 points below the gate's warm ratio at
+  8192 on an H100.
+- A timed run is --run launches of one build back to back between two events, the builds' runs alternating
+  A B B A ... Timing each launch alone, the builds alternating every launch, is another workload: the same slowed
+  kernel read 1.0009 so at 4096, where the gate read 1.0074.
+Each build is checked against FP64, then after WARMUP_S of alternating runs, runs are timed for --seconds; the ratio
+is the median of the second tree's runs (per launch) over the first's. With --flush-l2, a buffer twice the L2 is
+written before every launch, outside the events, and each launch is a run of its own.
 
-Usage: scripts/ab-events.py TREE_A TREE_B KERNEL SIZE [--seconds 6] [--flush-l2]
+Usage: scripts/ab-events.py TREE_A TREE_B KERNEL SIZE [--seconds 6] [--run 10] [--flush-l2]
 (a tree is a folder holding kernels/ and sgemm/catalogue.toml, e.g. from `git archive`). Prints one line of JSON.
 """
 
@@ -34,6 +40,7 @@ def main() -> int:
     parser.add_argument("kernel")
     parser.add_argument("size", type=int)
     parser.add_argument("--seconds", type=float, default=6.0)
+    parser.add_argument("--run", type=int, default=10, help="launches a timed run")
     parser.add_argument("--flush-l2", action="store_true")
     args = parser.parse_args()
 
@@ -48,6 +55,7 @@ def main() -> int:
     problems = [first, rebind(first, kernel_b)]
     errors = [verify(problem) for problem in problems]
     flush = cupy.empty(2 * cupy.cuda.Device().attributes["L2CacheSize"], dtype=cupy.uint8)
+    launches = 1 if args.flush_l2 else max(1, args.run)
     times: list[list[float]] = [[], []]
     started = time.monotonic()
     turn = 0
@@ -62,16 +70,17 @@ def main() -> int:
                     flush.fill(turn % 251)
                 start, end = cupy.cuda.Event(), cupy.cuda.Event()
                 start.record()
-                problems[build].launch()
+                for _ in range(launches):
+                    problems[build].launch()
                 end.record()
                 pending.append((build, start, end))
         pending[-1][2].synchronize()
         if time.monotonic() - started >= WARMUP_S:
             for build, start, end in pending:
-                times[build].append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+                times[build].append(cupy.cuda.get_elapsed_time(start, end) / 1e3 / launches)
     a, b = median(times[0]), median(times[1])
     print(json.dumps({"kernel": args.kernel, "size": args.size, "ratio": b / a, "median_s": [a, b],
-                      "launches": [len(t) for t in times], "relative_errors": errors,
+                      "runs": [len(t) for t in times], "launches_a_run": launches, "relative_errors": errors,
                       "l2": "flushed" if args.flush_l2 else "warm"}))
     return 0
 

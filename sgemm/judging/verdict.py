@@ -54,6 +54,9 @@ EXPECTED_CHANGES = 1  # k: real changes a gate is planned to find among its case
 MIN_ROUNDS = 3  # rounds a side before a first look: fewer cannot give a spread to test on
 TIMER_RESOLUTION_S = 0.5e-6  # CUDA events' resolution, as documented
 NOISE_CHECK_LEVEL = 0.01
+# A case's own entry set aside as too wide: only where its rounds already have the entry's degrees of freedom, so a
+# true entry set aside by chance costs the case little, and a wrong one kept costs it its power.
+ENTRY_TOO_WIDE_LEVEL = 0.05
 
 
 class Verdict(str, Enum):
@@ -393,12 +396,39 @@ def noise_contradicted(cases: list[Case]) -> str | None:
             f"(F-test p = {p:.2g} over {dof} degrees of freedom); each case is judged on its own rounds")
 
 
+def entry_contradicted(case: Case) -> str | None:
+    """Why the case's own entry in the noise file cannot be believed here, or None: its own rounds spread more than
+    the entry says (a one-sided F-test at NOISE_CHECK_LEVEL) or, where they have at least the entry's degrees of
+    freedom, less (at ENTRY_TOO_WIDE_LEVEL). An entry learned from five or six rounds of one earlier gate can be
+    three times the truth: fp32/warptile's on the H100 says 0.21%, six processes timing it alone spread by 0.065%,
+    and pooled, the entry left it NOT POWERED for 0.25% in two A/A gates."""
+    from scipy import stats
+
+    if not (case.noise and case.noise.sd > 0):
+        return None
+    squares, dof = _own_spread(case)
+    if not dof:
+        return None
+    ratio = squares / dof / case.noise.sd ** 2
+    more = float(stats.f.sf(ratio, dof, case.noise.df))
+    less = float(stats.f.cdf(ratio, dof, case.noise.df)) if dof >= case.noise.df else 1.0
+    if more >= NOISE_CHECK_LEVEL and less >= ENTRY_TOO_WIDE_LEVEL:
+        return None
+    return (f"its noise-file entry was set aside: its {case.rounds} rounds spread {math.sqrt(ratio):.2f} times the "
+            f"entry's {case.noise.sd:.3%} (F-test p = {min(more, less):.2g})")
+
+
 def judge(cases: list[Case], level: Level) -> list[Comparison]:
     """Every case's verdict at this look; Benjamini-Hochberg over the non-control cases, in a family of
-    `level.family`. A noise file the rounds contradict is set aside first, and each verdict says so."""
+    `level.family`. A noise file the rounds contradict is set aside first, then any case's entry its own rounds
+    contradict, and each verdict says so."""
     note = noise_contradicted(cases)
     if note:
         cases = [replace(case, noise=None) for case in cases]
+        notes = {case.label: note for case in cases}
+    else:
+        notes = {case.label: why for case in cases if (why := entry_contradicted(case))}
+        cases = [replace(case, noise=None) if case.label in notes else case for case in cases]
     measured = [(case, *effects(case)) for case in cases]
     judged = [m for m in measured if not m[0].is_control]
     q_values = dict(zip((id(m) for m in judged),
@@ -410,7 +440,8 @@ def judge(cases: list[Case], level: Level) -> list[Comparison]:
     for entry in measured:
         case, time, cycles = entry
         comparison = _verdict(case, time, cycles, q_values.get(id(entry), time.p_value), level, coverage)
-        comparisons.append(replace(comparison, why=f"{comparison.why}; {note}") if note else comparison)
+        why = notes.get(case.label)
+        comparisons.append(replace(comparison, why=f"{comparison.why}; {why}") if why else comparison)
     return comparisons
 
 

@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from sgemm.judging.verdict import (FALSE_DISCOVERY_RATE, NOISE_CHECK_LEVEL, Case, Level, Noise, PairedRounds,
-                                   Rounds, Verdict, benjamini_hochberg, judge, noise_contradicted, paired_effect,
-                                   spend, threshold_for, unpaired_effect)
+from sgemm.judging.verdict import (ENTRY_TOO_WIDE_LEVEL, FALSE_DISCOVERY_RATE, NOISE_CHECK_LEVEL, Case, Level,
+                                   Noise, PairedRounds, Rounds, Verdict, benjamini_hochberg, entry_contradicted,
+                                   judge, noise_contradicted, paired_effect, spend, threshold_for, unpaired_effect)
 
 
 def rounds(time_s, n=3, sd=0.002, clock_mhz=1980.0, clock_sd=0.0, rng=None, throttled_ms=0.0):
@@ -239,6 +239,59 @@ def test_the_false_alarm_rate_of_identical_gates_stays_near_the_chosen_rate():
     level = Level(FALSE_DISCOVERY_RATE, 40, 3, final=True)
     assert false_alarms(aa_gates(300, None, rng), level) / 300 <= FALSE_DISCOVERY_RATE * 1.6
     assert NOISE_CHECK_LEVEL < FALSE_DISCOVERY_RATE
+
+
+# The last of nine looks of a gate of 58 cases, as an A/A gate of every kernel at 4096 ends.
+LAST_OF_NINE = Level(spend(9, 8, 9), 58, 9, rounds_before=8, final=True)
+
+
+def gate_with_one_entry(entry, rng, n=9, sd=0.00066):
+    """57 quiet cases whose entries are true, and fp32/warptile with `entry`, its rounds spreading by `sd`."""
+    quiet = [paired_case(paired(1.0, n=n, sd=0.0003, rng=rng), label=f"fp32/q{i} 4096x4096x4096",
+                         noise=Noise(0.0003, 5)) for i in range(57)]
+    return quiet + [paired_case(paired(1.0, n=n, sd=sd, rng=rng), label="fp32/warptile 4096x4096x4096",
+                                noise=entry)]
+
+
+def test_an_entry_three_times_the_truth_is_set_aside_once_the_case_has_as_many_rounds_as_the_entry():
+    # As on the H100: fp32/warptile's entry says 0.21% (5 df); its rounds spread by about 0.066%. Pooled, nine rounds
+    # could not see 0.25% and the case was NOT POWERED in two A/A gates.
+    rng = random.Random(12)
+    entry = Noise(0.0021, 5)
+    verdicts = []
+    for _ in range(50):
+        cases = gate_with_one_entry(entry, rng)
+        assert paired_effect(cases[-1].paired, entry).detectable(LAST_OF_NINE.planning_alpha) > 0.0025
+        warptile = judge(cases, LAST_OF_NINE)[-1]
+        verdicts.append(warptile.verdict)
+        if warptile.verdict is Verdict.SAME:
+            assert "its noise-file entry was set aside" in warptile.why and warptile.detectable < 0.0025
+    # Its own nine rounds against the entry's five: the F-test finds the entry too wide in about nine gates of ten.
+    assert verdicts.count(Verdict.SAME) >= 40 and Verdict.REGRESSION not in verdicts
+    # With three rounds (2 df against the entry's 5) the entry is the better estimate, and it is kept.
+    three = gate_with_one_entry(entry, random.Random(13), n=3)
+    assert entry_contradicted(three[-1]) is None
+
+
+def test_an_entry_that_understates_one_case_is_set_aside_for_that_case_alone():
+    cases = gate_with_one_entry(Noise(0.0003, 5), random.Random(14), sd=0.003)
+    assert noise_contradicted(cases) is None  # the other 57 outweigh it
+    judged = judge(cases, LAST_OF_NINE)
+    assert "its noise-file entry was set aside" in judged[-1].why
+    assert judged[-1].time.noise_df == 0
+    # Each other case keeps its entry unless its own rounds contradict it: the check is one case's alone.
+    for case, comparison in zip(cases[:-1], judged[:-1]):
+        assert (comparison.time.noise_df == 0) is (entry_contradicted(case) is not None)
+    assert sum(1 for c in judged[:-1] if c.time.noise_df == 5) >= 50
+
+
+def test_true_entries_set_aside_by_chance_raise_no_more_false_alarms_than_the_chosen_rate():
+    rng = random.Random(15)
+    level = Level(spend(9, 8, 9), 40, 9, rounds_before=8, final=True)
+    gates = list(aa_gates(300, Noise(0.003, 5), rng, n=9))
+    set_aside = sum(1 for cases in gates for case in cases if entry_contradicted(case)) / (300 * 40)
+    assert set_aside <= ENTRY_TOO_WIDE_LEVEL + NOISE_CHECK_LEVEL
+    assert false_alarms(gates, level) / 300 <= FALSE_DISCOVERY_RATE * 1.6
 
 
 def test_without_the_correction_many_cases_would_raise_false_alarms():
