@@ -17,7 +17,8 @@ The statistics:
 - A noise file the gate's own rounds contradict is set aside: where the cases' own spreads, against the file's,
   are larger than chance allows (an F-test over all of them at NOISE_CHECK_LEVEL), the file no longer describes this
   box (its sd half the truth made nearly every A/A gate raise a false alarm once pooled), and each case is judged
-  on its own rounds; the report says so.
+  on its own rounds; the report says so. Otherwise one case's entry its own rounds contradict is set aside for that
+  case alone (entry_contradicted).
 - A round's figure is never taken as more precise than the timer reading it (a zero spread would read as certainty):
   its standard deviation is at least its relative resolution over sqrt(12).
 - The family: Benjamini-Hochberg over every judged case of the gate (controls are context and stay out), at the
