@@ -29,6 +29,8 @@ from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from sgemm.commands.args import integer_at_least  # noqa: E402
+
 WARMUP_S = 1.0
 QUEUED = 10
 
@@ -40,7 +42,7 @@ def main() -> int:
     parser.add_argument("kernel")
     parser.add_argument("size", type=int)
     parser.add_argument("--seconds", type=float, default=6.0)
-    parser.add_argument("--run", type=int, default=10, help="launches a timed run")
+    parser.add_argument("--run", type=integer_at_least(1, "--run"), default=10, help="launches a timed run")
     parser.add_argument("--flush-l2", action="store_true")
     args = parser.parse_args()
 
@@ -55,7 +57,7 @@ def main() -> int:
     problems = [first, rebind(first, kernel_b)]
     errors = [verify(problem) for problem in problems]
     flush = cupy.empty(2 * cupy.cuda.Device().attributes["L2CacheSize"], dtype=cupy.uint8)
-    launches = 1 if args.flush_l2 else max(1, args.run)
+    launches = 1 if args.flush_l2 else args.run
     times: list[list[float]] = [[], []]
     started = time.monotonic()
     turn = 0
