@@ -11,8 +11,10 @@ launches of one build on one set of arrays:
   A B B A ... Timing each launch alone, the builds alternating every launch, is another workload: the same slowed
   kernel read 1.0009 so at 4096, where the gate read 1.0074.
 Each build is checked against FP64, then after WARMUP_S of alternating runs, runs are timed for --seconds; the ratio
-is the median of the second tree's runs (per launch) over the first's. With --flush-l2, a buffer twice the L2 is
-written before every launch, outside the events, and each launch is a run of its own.
+is the median of the second tree's runs (per launch) over the first's. Its 95% interval comes from WINDOWS equal
+stretches of the timed runs, each giving the same ratio of medians: a t-interval on their logarithms, around the
+ratio of the whole. With --flush-l2, a buffer twice the L2 is written before every launch, outside the events, and
+each launch is a run of its own.
 
 Usage: scripts/ab-events.py TREE_A TREE_B KERNEL SIZE [--seconds 6] [--run 10] [--flush-l2]
 (a tree is a folder holding kernels/ and sgemm/catalogue.toml, e.g. from `git archive`). Prints one line of JSON.
@@ -22,10 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
-from statistics import median
+from statistics import median, stdev
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -33,6 +36,7 @@ from sgemm.commands.args import integer_at_least  # noqa: E402
 
 WARMUP_S = 1.0
 QUEUED = 10
+WINDOWS = 6
 
 
 def main() -> int:
@@ -59,6 +63,7 @@ def main() -> int:
     flush = cupy.empty(2 * cupy.cuda.Device().attributes["L2CacheSize"], dtype=cupy.uint8)
     launches = 1 if args.flush_l2 else args.run
     times: list[list[float]] = [[], []]
+    windows: list[list[int]] = [[], []]  # which stretch of the timed runs each run falls in
     started = time.monotonic()
     turn = 0
     while time.monotonic() - started < WARMUP_S + args.seconds:
@@ -77,14 +82,34 @@ def main() -> int:
                 end.record()
                 pending.append((build, start, end))
         pending[-1][2].synchronize()
-        if time.monotonic() - started >= WARMUP_S:
+        timed_s = time.monotonic() - started - WARMUP_S
+        if timed_s >= 0:
+            window = min(WINDOWS - 1, int(timed_s / args.seconds * WINDOWS))
             for build, start, end in pending:
                 times[build].append(cupy.cuda.get_elapsed_time(start, end) / 1e3 / launches)
+                windows[build].append(window)
     a, b = median(times[0]), median(times[1])
-    print(json.dumps({"kernel": args.kernel, "size": args.size, "ratio": b / a, "median_s": [a, b],
+    print(json.dumps({"kernel": args.kernel, "size": args.size, "ratio": b / a, "interval": interval(times, windows),
+                      "median_s": [a, b],
                       "runs": [len(t) for t in times], "launches_a_run": launches, "relative_errors": errors,
                       "l2": "flushed" if args.flush_l2 else "warm"}))
     return 0
+
+
+def interval(times: list[list[float]], windows: list[list[int]]) -> list[float] | None:
+    """95% interval of the ratio from the spread of its value in each window (None with fewer than two windows)."""
+    from scipy import stats
+
+    logs = []
+    for window in range(WINDOWS):
+        a, b = ([t for t, w in zip(times[build], windows[build]) if w == window] for build in (0, 1))
+        if a and b:
+            logs.append(math.log(median(b) / median(a)))
+    if len(logs) < 2:
+        return None
+    whole = math.log(median(times[1]) / median(times[0]))
+    half = stats.t.ppf(0.975, len(logs) - 1) * stdev(logs) / math.sqrt(len(logs))
+    return [math.exp(whole - half), math.exp(whole + half)]
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ Steps (--steps, default all of them), each a gate run as `sgemm gate` in the clo
          ones use (written to OUT/noise.json).
   slow_g, slow_s  HEAD -> SLOW_G and HEAD -> SLOW_S with default options: expected exit 1 naming exactly the
          changed kernels (and their precision twins); then each again at 4096 with timing forced, every
-         unchanged kernel of the same file SAME; and scripts/ab-events.py's ratio for the changed kernels, to compare.
+         unchanged kernel of the same file SAME; and scripts/ab-events.py's ratio for the changed kernels (the
+         geometric mean of EVENTS_PROCESSES processes, each with its interval), to compare.
   tile   HEAD -> TILE at 4096: expected exit 0 (no regression), the file's seven kernels timed, no REGRESSION.
   busy   a process running FP16 cuBLAS on the GPU, then a gate: expected exit 2 within 60 s naming that process.
 Writes OUT/selftest.md (a summary table, then every report) and OUT/selftest.json. Exit 0 when every gate ended as
@@ -29,8 +30,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -70,6 +73,7 @@ CHANGED = {"SLOW_G": {"fp16/wgmma_grouped_tma_store", "bf16/wgmma_grouped_tma_st
 EVENTS_CASES = {"SLOW_G": [("fp16/wgmma_grouped_tma_store", 8192), ("bf16/wgmma_grouped_tma_store", 8192),
                            ("fp16/wgmma_grouped_tma_store", 4096)],
                 "SLOW_S": [("fp32/naive", 4096)]}
+EVENTS_PROCESSES = 3
 
 
 def git(repo: Path, *args: str) -> str:
@@ -132,16 +136,30 @@ def run_gate(clone: Path, out: Path, work: Path, name: str, base: str, head: str
     return result
 
 
-def events_ratio(clone: Path, commits: dict[str, str], name: str, kernel: str, size: int) -> float:
+def events_ratio(clone: Path, commits: dict[str, str], name: str, kernel: str, size: int) -> tuple[float, str]:
+    """scripts/ab-events.py's ratio in EVENTS_PROCESSES processes: their geometric mean, and in words each process's
+    ratio with its interval and a 95% t-interval over the processes (a ratio moves more between processes than
+    within one)."""
+    from scipy import stats
+
     trees = Path(tempfile.mkdtemp(prefix="ab-events-"))
     for side in ("HEAD", name):
         sourcetree.export(clone, commits[side], trees / side)
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ab-events.py"), str(trees / "HEAD"),
-                           str(trees / name), kernel, str(size)], cwd=clone, capture_output=True, text=True)
-    if done.returncode:
-        print(done.stderr[-2000:], file=sys.stderr)
-        return float("nan")
-    return json.loads(done.stdout.strip().splitlines()[-1])["ratio"]
+    found = []
+    for _ in range(EVENTS_PROCESSES):
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ab-events.py"), str(trees / "HEAD"),
+                               str(trees / name), kernel, str(size)], cwd=clone, capture_output=True, text=True)
+        if done.returncode:
+            print(done.stderr[-2000:], file=sys.stderr)
+            return float("nan"), "the events script failed"
+        found.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    logs = [math.log(one["ratio"]) for one in found]
+    mean = statistics.fmean(logs)
+    half = stats.t.ppf(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    each = ", ".join(f"{one['ratio']:.4f}" + (" ({:.4f}–{:.4f})".format(*one["interval"]) if one.get("interval")
+                                               else "") for one in found)
+    return math.exp(mean), (f"geometric mean of {len(found)} processes ({each}; 95% over the processes "
+                            f"{math.exp(mean - half):.4f}–{math.exp(mean + half):.4f})")
 
 
 def start_fp16_load(clone: Path) -> subprocess.Popen:
@@ -217,13 +235,13 @@ def main() -> int:
         expect(run_gate(clone, out, work, f"{lower}-forced", commits["HEAD"], commits[name], "--time-unchanged",
                         "--size", "4096"), 1, CHANGED[name])
         for kernel, at in EVENTS_CASES[name]:
-            ratio = events_ratio(clone, commits, name, kernel, at)
+            ratio, how = events_ratio(clone, commits, name, kernel, at)
             gate_rows = [row for g in gates if g["name"] in (lower, f"{lower}-forced") for row in g["rows"]
                          if row[0] == f"{kernel} {at}x{at}x{at}" and row[3]]
             gate_ratio = float(gate_rows[0][3]) if gate_rows else float("nan")
             difference = abs(gate_ratio - ratio) * 100
-            notes.append(f"{kernel} at {at}: gate {gate_ratio:.4f}, CuPy events alone {ratio:.4f}: "
-                         f"{difference:.2f} points apart")
+            notes.append(f"{kernel} at {at}: gate {gate_ratio:.4f} ({gate_rows[0][4] if gate_rows else '-'}), "
+                         f"CuPy events alone {ratio:.4f}, {how}: {difference:.2f} points apart")
             failures += not difference <= 0.2
     if "tile" in steps:
         result = run_gate(clone, out, work, "tile", commits["HEAD"], commits["TILE"], "--size", "4096")

@@ -18,9 +18,15 @@ step python3 -m pytest -q -m gpu tests 2>&1 | tee "$out/pytest-gpu.txt" || statu
 if python3 -c 'import asv' 2>/dev/null; then
     machine=$(python3 -c 'from sgemm.machine import detect_identity, machine_name; print(machine_name(detect_identity()))')
     step python3 -m sgemm machine || status=1
-    if [ -z "${ASV_BENCH:-}" ]; then
-        # As `sgemm history` runs it: every case of the suite measured in one process, and each also against its
-        # build at the catalogue's [suite] reference.
+    bench=()
+    if [ -n "${ASV_BENCH:-}" ]; then
+        bench=(--bench "$ASV_BENCH")
+    else
+        # As `sgemm history` runs it: its benchmarks named to asv (every track of each case, the GPU's facts and the
+        # resource suite; no process for the crosses that are no case), every case measured in one process, and
+        # each also against its build at the catalogue's [suite] reference.
+        while read -r pattern; do bench+=(--bench "$pattern"); done < <(python3 -c 'import pathlib, sgemm.history as h
+print("\n".join(h.case_patterns(h.suite_cases(pathlib.Path("."))) + list(h.NOT_CASES)))')
         export SGEMM_RUN_CASES SGEMM_REFERENCE_TREE
         SGEMM_RUN_CASES=$(python3 -c 'import json, pathlib, sgemm.history as h
 print(json.dumps([[c.kernel, *c.shape] for c in h.suite_cases(pathlib.Path("."))]))')
@@ -29,7 +35,7 @@ print(h.reference_tree(pathlib.Path("."), pathlib.Path(".asv/history")) or "")')
     fi
     SECONDS=0
     step python3 -m asv run --python=same --set-commit-hash "$(git rev-parse HEAD)" --machine "$machine" \
-        --record-samples --show-stderr ${ASV_BENCH:+--bench "$ASV_BENCH"} 2>&1 | tail -n 60 | tee "$out/asv.txt" \
+        --record-samples --show-stderr "${bench[@]}" 2>&1 | tail -n 60 | tee "$out/asv.txt" \
         || status=1
     echo "asv run: ${SECONDS} s" | tee -a "$out/asv.txt"
     step python3 -m sgemm report --results results --machine "$machine" --out "$out/report" || status=1

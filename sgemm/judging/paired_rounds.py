@@ -315,9 +315,11 @@ class PairedSession:
         out, log = (self.rounds_dir / f"round-{number}.jsonl", self.rounds_dir / f"round-{number}.log")
         plan_path.write_text(json.dumps(self._plan(labels)))
         print(f"sgemm gate: round {number}: {len(labels)} cases paired in one process", file=sys.stderr)
+        started = time.monotonic()
         with open(log, "w") as stderr:
             status = subprocess.run([*ROUND_COMMAND, str(plan_path), str(out)], stdout=stderr,
                                     stderr=subprocess.STDOUT).returncode
+        print(f"sgemm gate: round {number}: done in {time.monotonic() - started:.0f} s", file=sys.stderr)
         seen = set()
         for line in _read_lines(out):
             seen.add(line["label"])

@@ -445,7 +445,9 @@ def test_paired_a_gate_cut_off_mid_round_resumes_and_judges_as_if_never_cut(fixe
     assert resumed.exit_status == whole.exit_status == EXIT_REGRESSION
     # Rounds 1 and 2 were taken over (two cases, then one: the half line is measured again), the rest measured.
     assert resumed.resumed.startswith(f"2 rounds of 2 cases reused from {rounds} (3 case rounds, written 20")
-    assert f"sgemm gate: resuming: 2 rounds of 2 cases reused from {rounds}" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert f"sgemm gate: resuming: 2 rounds of 2 cases reused from {rounds}" in said
+    assert "sgemm gate: round 3: done in " in said  # every round says how long it took
     assert resumed.processes == whole.processes - 1  # round 2's missing case went into round 3
     assert sorted(p.name for p in rounds.glob("*.jsonl")) == [f"round-{n}.jsonl" for n in range(1, 8)]
     assert "; resumed: 2 rounds of 2 cases reused" in markdown(resumed, "H100")
