@@ -15,6 +15,7 @@ import json
 import os
 import shlex
 import sys
+import time
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -374,11 +375,18 @@ def measure_group(run_dir: str | Path, cases: list[Case], round_number: int, dev
             runnable.append(case)
     from .ab import compile_ahead
 
+    started = time.monotonic()
     compile_ahead([case.kernel for case in runnable], device)
+    compiled = time.monotonic()
     results = run_cases(runnable, device)
+    timed = time.monotonic()
     tree = os.environ.get(REFERENCE_VARIABLE)
     if tree:
         _time_over_reference(runnable, results, Path(tree), device)
+    # Where a commit's time goes, in asv's log: this process holds the GPU work of the whole run.
+    print(f"round {round_number}: {len(runnable)} cases: compiled in {compiled - started:.0f} s, timed with NVBench "
+          f"in {timed - compiled:.0f} s" + (f", paired against the reference in {time.monotonic() - timed:.0f} s"
+                                            if tree else ""), file=sys.stderr)
     for case in runnable:
         outcome = results[case.id]
         if isinstance(outcome, BaseException):

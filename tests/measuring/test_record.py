@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 
@@ -251,7 +252,7 @@ def test_the_first_method_of_a_round_measures_every_case_of_the_run_in_its_one_p
     assert len(fake_measurements) == 1  # read, not measured again
 
 
-def test_each_case_is_timed_against_its_reference_build(tmp_path, monkeypatch, fake_measurements):
+def test_each_case_is_timed_against_its_reference_build(tmp_path, monkeypatch, fake_measurements, capsys):
     from pathlib import Path
 
     from sgemm import sourcetree
@@ -283,6 +284,9 @@ def test_each_case_is_timed_against_its_reference_build(tmp_path, monkeypatch, f
                                "pair_ratios": [1.004, 1.006, 1.005], "method": "paired in one process, L2 warm",
                                "joules_per_launch": 1.25}
     assert timed == [[("reference", tree / "kernels"), ("commit", get_kernel("fp32/naive").kernel_dir)]]
+    said = capsys.readouterr().err  # where the commit's time went, for asv's log
+    assert re.search(r"round 1: 2 cases: compiled in \d+ s, timed with NVBench in \d+ s, paired against the "
+                     r"reference in \d+ s", said)
     cublas = record.asv_case(str(tmp_path / "run"), "fp32/cublas", 64, 64, 64).result("time_over_reference")
     assert cublas.reference == {"commit": head, "missing": "a library call: the reference would be the same library"}
 
