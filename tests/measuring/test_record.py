@@ -252,6 +252,21 @@ def test_the_first_method_of_a_round_measures_every_case_of_the_run_in_its_one_p
     assert len(fake_measurements) == 1  # read, not measured again
 
 
+def test_a_measured_case_is_read_without_asking_its_program_again(tmp_path, monkeypatch, fake_measurements):
+    """Every track of every case is a process of its own; once the run has measured a case, its readers must not
+    load NVRTC to ask the compiled program for its launch geometry (about 0.1 s a process, ~2,950 a commit)."""
+    first = record.asv_case(str(tmp_path), "fp32/naive", 1024, 1024, 1024)
+    assert first.result("time").samples_s == [1.0]
+
+    def asked(*args):
+        raise AssertionError("the launch geometry was asked for again")
+
+    monkeypatch.setattr(record, "_shape_problem", asked)
+    monkeypatch.setattr(record, "skip_reason", asked)
+    reader = record.asv_case(str(tmp_path), "fp32/naive", 1024, 1024, 1024)
+    assert reader.result("tflops").samples_s == [1.0]
+
+
 def test_each_case_is_timed_against_its_reference_build(tmp_path, monkeypatch, fake_measurements, capsys):
     from pathlib import Path
 
