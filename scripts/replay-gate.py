@@ -40,9 +40,14 @@ def recorded_ratios(work: Path) -> dict[str, list[float]]:
     ratios: dict[str, list[float]] = {}
     for path in files:
         for text in path.read_text().splitlines():
-            line = json.loads(text)
+            try:
+                line = json.loads(text)
+            except ValueError:
+                continue  # a line cut off with its round, as the gate leaves it: its complete lines alone count
             if line.get("ratio", 0) > 0:
                 ratios.setdefault(line["label"], []).append(line["ratio"])
+    if not ratios:
+        raise SystemExit(f"replay-gate: {work}: its rounds hold no measured ratio")
     return ratios
 
 

@@ -5,7 +5,7 @@ module chooses what it runs, says beforehand how long that should take, and leav
 
 - Commits: a machine with no results yet measures the newest `first` commits of the branch (default 1, its head
   alone, on a GPU box; 3 on a box without one), so that a fresh box does not start on the whole history (the full
-  suite takes about 9 to 11 minutes a commit on an H100 or H200, the resource suite about a minute on a 2-core CPU
+  suite takes about 8 to 11 minutes a commit on an H100 or H200, the resource suite about a minute on a 2-core CPU
   box, and a history of one commit is a point that asv's graphs draw no line through); every later run measures
   what came since: the branch's commits that descend from none already measured here.
 - Cases: the working tree's suite crosses kernels with sizes and precisions, and most combinations are no case; the
@@ -81,7 +81,7 @@ class Plan:
         elif self.commits:
             lines.append("expected: no run of this machine to go by; " + (
                 "the resource suite took about 1 minute a commit on a 2-core CPU box" if self.left_out else
-                "the full suite took about 9 to 11 minutes a commit on an H100 or H200"))
+                "the full suite took about 8 to 11 minutes a commit on an H100 or H200"))
         if self.left_out:
             lines.append(f"recorded here: {RESOURCE_SUITE}")
         lines += [f"left out, no GPU here: {suite}" for suite in self.left_out]

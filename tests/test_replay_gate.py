@@ -58,6 +58,14 @@ def test_leave_one_out_judges_each_gate_with_the_others_noise(tmp_path):
     assert done.stdout.count("(noise from the other 2 gates)") == 3
 
 
+def test_a_round_cut_off_mid_line_counts_its_complete_lines(tmp_path):
+    gate = recorded_gate(tmp_path / "cut", 7)
+    with open(gate / "paired" / "rounds" / "round-9.jsonl", "a") as out:
+        out.write('{"label": "fp32/naive 4096x4096x4096", "rat')
+    done = replay(gate)
+    assert done.returncode == 0 and "Traceback" not in done.stderr and "{'SAME': 2}" in done.stdout
+
+
 def test_a_look_wanting_rounds_the_gate_never_recorded_says_so(tmp_path):
     done = replay(recorded_gate(tmp_path / "short", 4, rounds=3))
     assert re.search(rf"  left out: {QUIET} \(wanted \d+ rounds, 3 recorded\)", done.stdout)
