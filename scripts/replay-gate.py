@@ -17,7 +17,6 @@ case not SAME.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections import Counter
@@ -28,24 +27,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sgemm.judging.gate import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS, PAIRED_THRESHOLD  # noqa: E402
 from sgemm.judging.looks import Schedule, run_looks  # noqa: E402
-from sgemm.judging.noise import NoiseFileError, learn_paired, read  # noqa: E402
+from sgemm.judging.noise import NoiseFileError, learn_paired, read, round_files, round_ratios  # noqa: E402
 from sgemm.judging.verdict import Case, Noise, PairedRounds, Verdict  # noqa: E402
 
 
 def recorded_ratios(work: Path) -> dict[str, list[float]]:
     """Each case's round ratios in round order."""
-    files = sorted(work.glob("**/rounds/round-*.jsonl"), key=lambda p: int(p.stem.split("-")[1]))
+    files = round_files(work)
     if not files:
         raise SystemExit(f"replay-gate: {work}: no rounds/round-N.jsonl under it")
-    ratios: dict[str, list[float]] = {}
-    for path in files:
-        for text in path.read_text().splitlines():
-            try:
-                line = json.loads(text)
-            except ValueError:
-                continue  # a line cut off with its round, as the gate leaves it: its complete lines alone count
-            if line.get("ratio", 0) > 0:
-                ratios.setdefault(line["label"], []).append(line["ratio"])
+    try:
+        ratios = round_ratios(files)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"replay-gate: {work}: cannot read its rounds: {exc}") from None
     if not ratios:
         raise SystemExit(f"replay-gate: {work}: its rounds hold no measured ratio")
     return ratios

@@ -78,5 +78,9 @@ def test_bad_input_is_refused_with_a_message(tmp_path):
     assert done.returncode != 0 and "no rounds/round-N.jsonl" in done.stderr and "Traceback" not in done.stderr
     alone = replay(recorded_gate(tmp_path / "one", 5), "--leave-one-out")
     assert alone.returncode == 2 and "two gates or more" in alone.stderr
+    garbled = recorded_gate(tmp_path / "garbled", 8)
+    (garbled / "paired" / "rounds" / "round-1.jsonl").write_text("not json\n")
+    done = replay(garbled)
+    assert done.returncode == 1 and "cannot read its rounds" in done.stderr and "Traceback" not in done.stderr
     missing = replay(recorded_gate(tmp_path / "two", 6), "--noise", tmp_path / "none.json")
     assert missing.returncode == 2 and "Traceback" not in missing.stderr

@@ -56,6 +56,31 @@ def learn(results_dir: Path, machine: str) -> tuple[dict[str, Noise], int]:
     return {label: Noise(math.sqrt(squares[label] / dfs[label]), dfs[label]) for label in squares}, len(runs)
 
 
+def round_files(work_dir: Path) -> list[Path]:
+    """A paired gate's round files, rounds/round-N.jsonl under its work directory, in round order."""
+    return sorted(Path(work_dir).glob("**/rounds/round-*.jsonl"), key=lambda path: int(path.stem.split("-")[1]))
+
+
+def round_ratios(files: list[Path]) -> dict[str, list[float]]:
+    """Each case's paired ratio in each of these round files, in their order. A last line cut off as its round was
+    killed (no newline, not JSON) is left out, as the gate leaves it out: a gate cut short still teaches what it
+    measured. Any other line that is not JSON is a ValueError."""
+    ratios: dict[str, list[float]] = {}
+    for path in files:
+        content = path.read_text()
+        texts = content.splitlines()
+        for number, text in enumerate(texts, 1):
+            try:
+                line = json.loads(text)
+            except ValueError:
+                if number == len(texts) and not content.endswith("\n"):
+                    continue
+                raise
+            if line.get("ratio", 0) > 0:
+                ratios.setdefault(line["label"], []).append(line["ratio"])
+    return ratios
+
+
 def learn_paired(work_dirs: list[Path]) -> tuple[dict[str, Noise], int, dict | None]:
     """Every case's pooled paired noise over the rounds of these gates (their work directories), how many gates had
     rounds, and the settings their rounds were timed with (None where no plan says). A gate's round files are
@@ -65,20 +90,16 @@ def learn_paired(work_dirs: list[Path]) -> tuple[dict[str, Noise], int, dict | N
     gates = 0
     settings: list[dict] = []
     for work_dir in work_dirs:
-        logs: dict[str, list[float]] = {}
-        files = sorted(Path(work_dir).glob("**/rounds/round-*.jsonl"))
+        files = round_files(work_dir)
         for path in files:
             plan = path.with_name(path.name.removesuffix(".jsonl") + ".plan.json")
             if plan.exists() and (used := json.loads(plan.read_text()).get("settings")) not in settings:
                 settings.append(used)
-            for text in path.read_text().splitlines():
-                line = json.loads(text)
-                if "ratio" in line and line["ratio"] > 0:
-                    logs.setdefault(line["label"], []).append(math.log(line["ratio"]))
         gates += bool(files)
-        for label, values in logs.items():
-            if len(values) < 2:
+        for label, ratios in round_ratios(files).items():
+            if len(ratios) < 2:
                 continue
+            values = [math.log(ratio) for ratio in ratios]
             mean = sum(values) / len(values)
             squares[label] = squares.get(label, 0.0) + sum((x - mean) ** 2 for x in values)
             dfs[label] = dfs.get(label, 0) + len(values) - 1

@@ -129,6 +129,16 @@ def test_paired_noise_is_the_spread_of_a_gates_round_ratios_about_their_own_mean
     assert learned == {label: Noise(pytest.approx(math.sqrt(4e-6 / 3)), 3)}
 
 
+def test_a_gate_cut_off_mid_line_teaches_its_complete_lines(tmp_path):
+    e = math.exp
+    label = "fp16/k 8192x8192x8192"
+    write_paired_gate(tmp_path / "cut", [{label: e(0.0)}, {label: e(0.002)}])
+    with open(tmp_path / "cut" / "paired" / "rounds" / "round-2.jsonl", "a") as out:
+        out.write('{"label": "fp16/k 8192x8192x8192", "rat')  # the gate was killed while writing it
+    learned, gates, _ = noise.learn_paired([tmp_path / "cut"])
+    assert gates == 1 and learned == {label: Noise(pytest.approx(math.sqrt(2e-6)), 1)}
+
+
 def test_gates_whose_rounds_were_timed_otherwise_are_not_pooled(tmp_path):
     label = "fp32/k 4096x4096x4096"
     write_paired_gate(tmp_path / "short", [{label: 1.0}, {label: 1.01}], {"max_s": 0.8, "target_half_width": 0.001})
