@@ -12,6 +12,7 @@ appended to the file named by SGEMM_CASE_EVENTS, when set, for the gate's report
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import sys
@@ -344,15 +345,25 @@ def _time_over_reference(cases: list[Case], results: dict, tree: Path, device: i
         if isinstance(reference, str):
             result.reference = {"commit": commit, "missing": reference}
             continue
+        started = time.monotonic()
         try:
+            # The commit's build was checked against FP64 moments ago, before NVBench timed it.
             ab = measure([Build("reference", reference), Build("commit", case.kernel)], case.m, case.n, case.k,
-                         REFERENCE_SETTINGS, readings)
+                         REFERENCE_SETTINGS, readings, checked=frozenset({"commit"}))
         except BuildFailed as exc:
             result.reference = {"commit": commit, "missing": f"the {exc.label} build: {exc.kind}: {exc.reason}"}
             continue
         result.reference = {"commit": commit, "ratio": ab.ratio(), "interval": list(ab.interval()),
                             "pair_ratios": ab.timing.pair_ratios[0], "method": ab.timing.method,
-                            "joules_per_launch": ab.timing.joules_per_launch}
+                            "joules_per_launch": ab.timing.joules_per_launch, "warmup_s": ab.timing.warmup_s,
+                            "seconds": time.monotonic() - started}
+
+
+def _spans(starts: dict[str, float], end: float) -> dict[str, float]:
+    """How long each case lasted, from when each started (in order) to when the next did, the last until `end`."""
+    ordered = sorted(starts.items(), key=lambda item: item[1])
+    ends = [when for _, when in ordered[1:]] + [end]
+    return {case_id: stop - start for (case_id, start), stop in zip(ordered, ends)}
 
 
 def measure_group(run_dir: str | Path, cases: list[Case], round_number: int, device: int = 0) -> None:
@@ -378,8 +389,10 @@ def measure_group(run_dir: str | Path, cases: list[Case], round_number: int, dev
     started = time.monotonic()
     compile_ahead([case.kernel for case in runnable], device)
     compiled = time.monotonic()
-    results = run_cases(runnable, device)
+    nvbench_started: dict[str, float] = {}
+    results = run_cases(runnable, device, lambda index, case: nvbench_started.setdefault(case.id, time.monotonic()))
     timed = time.monotonic()
+    nvbench_s = _spans(nvbench_started, timed)
     tree = os.environ.get(REFERENCE_VARIABLE)
     if tree:
         _time_over_reference(runnable, results, Path(tree), device)
@@ -396,10 +409,13 @@ def measure_group(run_dir: str | Path, cases: list[Case], round_number: int, dev
         if outcome.library_version:
             record_event(case.id, "library", f"{case.kernel.library} {outcome.library_version}")
         outcome.save(_case_dir(run_dir, case) / f"round-{round_number}.json")
+        reference = outcome.reference
         print(f"{case.id} round {round_number}: median {outcome.median_s * 1e6:.1f} us, {outcome.tflops:.2f} "
-              f"TFLOP/s, SM {outcome.median_sm_clock_mhz:.0f} MHz, rel err {outcome.relative_error:.2g}"
-              + (f", {outcome.reference['ratio']:.4f} of the reference" if "ratio" in outcome.reference else ""),
-              file=sys.stderr)
+              f"TFLOP/s, SM {outcome.median_sm_clock_mhz:.0f} MHz, rel err {outcome.relative_error:.2g}; "
+              f"NVBench {nvbench_s.get(case.id, math.nan):.1f} s"
+              + (f"; {reference['ratio']:.4f} of the reference ({len(reference['pair_ratios'])} pairs, warm-up "
+                 f"{reference['warmup_s']:.1f} s, {reference['seconds']:.1f} s in all)" if "ratio" in reference
+                 else ""), file=sys.stderr)
 
 
 class NotMeasured(RuntimeError):

@@ -53,6 +53,32 @@ def test_each_build_is_read_from_its_own_tree(tmp_path):
     assert kernels["base"] != kernels["head"]  # one kernel, two builds
 
 
+def test_a_build_checked_earlier_in_the_process_is_not_checked_again_and_the_others_still_are(monkeypatch):
+    import cupy
+
+    from types import SimpleNamespace
+
+    checked = []
+    monkeypatch.setattr(ab, "_problems", lambda builds, m, n, k: [SimpleNamespace(label=build.label, launch=None)
+                                                                  for build in builds])
+    monkeypatch.setattr(ab, "verify", lambda problem: checked.append(problem.label) or 1e-7)
+    monkeypatch.setattr(ab, "_seconds_per_launch", lambda launch: 1e-3)
+    monkeypatch.setattr(ab, "StreamBlocks", lambda stream: None)
+    monkeypatch.setattr(ab, "library_version", lambda kernel: "")
+    monkeypatch.setattr(ab, "time_paired", lambda *args: "timed")
+    monkeypatch.setattr(cupy.cuda, "Stream", lambda non_blocking: None)
+    naive = get_kernel("fp32/naive")
+    result = ab.measure([ab.Build("reference", naive), ab.Build("commit", naive)], 64, 64, 64,
+                        checked=frozenset({"commit"}))
+    assert checked == ["reference"]
+    assert result.relative_errors[0] == 1e-7 and math.isnan(result.relative_errors[1])
+    # a wrong reference still fails, named
+    monkeypatch.setattr(ab, "verify", lambda problem: (_ for _ in ()).throw(VerificationError("off by 2")))
+    with pytest.raises(ab.BuildFailed, match="reference: wrong result: off by 2"):
+        ab.measure([ab.Build("reference", naive), ab.Build("commit", naive)], 64, 64, 64,
+                   checked=frozenset({"commit"}))
+
+
 def test_a_tree_exported_from_git_holds_the_kernels_and_the_catalogue_alone(tmp_path):
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()

@@ -67,6 +67,9 @@ def fake_measurements(monkeypatch):
 
     def run_cases(cases, device=0, progress=None):
         calls.append(cases)
+        for index, case in enumerate(cases):
+            if progress:
+                progress(index, case)
         return {case.id: result(kernel=case.kernel.name, samples_s=[float(len(calls))]) for case in cases}
 
     monkeypatch.setattr(record, "run_cases", run_cases)
@@ -106,7 +109,7 @@ def test_rounds_are_keyed_explicitly_not_by_the_order_methods_run_in(tmp_path, f
 
 def test_a_failed_measurement_fails_the_benchmark_records_nothing_and_says_why(tmp_path, monkeypatch):
     wrong = VerificationError("fp32/naive at 1024x1024x1024: relative error 0.0443 > 1e-05")
-    monkeypatch.setattr(record, "run_cases", lambda cases, device=0: {cases[0].id: wrong})
+    monkeypatch.setattr(record, "run_cases", lambda cases, device=0, progress=None: {cases[0].id: wrong})
     measuring_stand_ins(monkeypatch)
     events = tmp_path / "events.jsonl"
     monkeypatch.setenv("SGEMM_CASE_EVENTS", str(events))
@@ -140,7 +143,8 @@ def test_a_shared_gpu_is_not_measured(tmp_path, monkeypatch):
     monkeypatch.setattr(record, "other_processes", lambda handle: [GpuProcess(4242, 1532, "python3")])
     events = tmp_path / "events.jsonl"
     monkeypatch.setenv("SGEMM_CASE_EVENTS", str(events))
-    monkeypatch.setattr(record, "run_cases", lambda cases, device=0: pytest.fail("measured beside another process"))
+    monkeypatch.setattr(record, "run_cases",
+                        lambda cases, device=0, progress=None: pytest.fail("measured beside another process"))
     case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024)
     with pytest.raises(record.SharedGpu, match=r"shared with pid 4242 \(python3, 1,532 MiB\)"):
         case.result("time")
@@ -285,9 +289,11 @@ def test_each_case_is_timed_against_its_reference_build(tmp_path, monkeypatch, f
         pair_ratios = [[1.004, 1.006, 1.005]]
         method = "paired in one process, L2 warm"
         joules_per_launch = 1.25
+        warmup_s = 0.4
 
-    def measure(builds, m, n, k, settings, readings):
+    def measure(builds, m, n, k, settings, readings, checked):
         timed.append([(build.label, build.kernel.kernel_dir) for build in builds])
+        assert checked == {"commit"}  # checked against FP64 before NVBench timed it, in this process
         return ab.ABResult([b.label for b in builds], Timing(), [1e-7, 1e-7], ["", ""])
 
     monkeypatch.setattr(ab, "measure", measure)
@@ -295,13 +301,18 @@ def test_each_case_is_timed_against_its_reference_build(tmp_path, monkeypatch, f
     monkeypatch.setattr(ab.ABResult, "interval", lambda self, build=1: (1.004, 1.006))
     monkeypatch.setenv(record.CASES_VARIABLE, json.dumps([["fp32/naive", 64, 64, 64], ["fp32/cublas", 64, 64, 64]]))
     naive = AsvCase(str(tmp_path / "run"), get_kernel("fp32/naive"), 64, 64, 64).result("time_over_reference")
+    seconds = naive.reference.pop("seconds")
+    assert 0 <= seconds < 5
     assert naive.reference == {"commit": head, "ratio": 1.005, "interval": [1.004, 1.006],
                                "pair_ratios": [1.004, 1.006, 1.005], "method": "paired in one process, L2 warm",
-                               "joules_per_launch": 1.25}
+                               "joules_per_launch": 1.25, "warmup_s": 0.4}
     assert timed == [[("reference", tree / "kernels"), ("commit", get_kernel("fp32/naive").kernel_dir)]]
     said = capsys.readouterr().err  # where the commit's time went, for asv's log
     assert re.search(r"round 1: 2 cases: compiled in \d+ s, timed with NVBench in \d+ s, paired against the "
                      r"reference in \d+ s", said)
+    # and each case's share of it
+    assert re.search(r"fp32/naive/64x64x64 round 1: .*; NVBench \d+\.\d s; 1\.0050 of the reference \(3 pairs, "
+                     r"warm-up 0\.4 s, \d+\.\d s in all\)", said)
     cublas = record.asv_case(str(tmp_path / "run"), "fp32/cublas", 64, 64, 64).result("time_over_reference")
     assert cublas.reference == {"commit": head, "missing": "a library call: the reference would be the same library"}
 
