@@ -197,7 +197,7 @@ def reference_tree(repo: Path, work_dir: Path) -> Path | None:
     commit = catalogue.reference(path) if path.is_file() else None
     if not commit:
         return None
-    tree = work_dir / "reference" / commit
+    tree = work_dir.resolve() / "reference" / commit  # the benchmark processes run in folders of asv's own
     if not (tree / REFERENCE_COMMIT_FILE).is_file():
         shutil.rmtree(tree, ignore_errors=True)
         try:

@@ -144,6 +144,18 @@ def sgemm_history(*args, cwd):
     return subprocess.run([sys.executable, "-m", "sgemm", "history", *args], cwd=cwd, capture_output=True, text=True)
 
 
+def test_the_reference_tree_is_named_by_its_whole_path_for_processes_that_run_elsewhere(repo, monkeypatch):
+    # asv runs each benchmark in a folder of its own: a tree named relative to the repository is found by none.
+    catalogue = repo / "sgemm" / "catalogue.toml"
+    text = catalogue.read_text()
+    named = re.search(r'^reference = "([0-9a-f]+)"', text, re.M).group(1)
+    catalogue.write_text(text.replace(named, repo.commits[0]))
+    monkeypatch.chdir(repo)
+    tree = history.reference_tree(Path("."), Path(".asv/history"))
+    assert tree == repo / ".asv" / "history" / "reference" / repo.commits[0] and tree.is_absolute()
+    assert (tree / "COMMIT").read_text().strip() == repo.commits[0] and (tree / "kernels").is_dir()
+
+
 def test_the_dry_run_says_what_it_would_measure_and_measures_nothing(repo):
     done = sgemm_history("--dry-run", "--first", "2", "--machine", "box", cwd=repo)
     assert done.returncode == 0, done.stderr

@@ -23,12 +23,12 @@ from pathlib import Path
 from .. import asvsuite
 from ..asvconf import write_asv_config
 from ..asvsuite import SuiteCase
-from ..measuring.record import CASES_VARIABLE, EVENTS_VARIABLE, NVBENCH_ARGS_VARIABLE
+from ..measuring.record import ASV_NVBENCH_ARGS, CASES_VARIABLE, EVENTS_VARIABLE, NVBENCH_ARGS_VARIABLE
 from .verdict import Case, Rounds
 
-# NVBench's stopping rule for a gate's rounds: its evidence is the spread between rounds, and a round's median needs
-# a hundred samples or so, not the default half second each and a noise target that a 9 us kernel may chase for 15 s.
-NVBENCH_ARGS = ("--min-time", "0.1", "--max-noise", "5", "--timeout", "5")
+# NVBench's stopping rule for a gate's rounds, set explicitly: a base commit older than ASV_NVBENCH_ARGS would use
+# NVBench's default otherwise.
+NVBENCH_ARGS = ASV_NVBENCH_ARGS
 
 
 class UnpairedError(RuntimeError):

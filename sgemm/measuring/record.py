@@ -43,14 +43,23 @@ CASES_VARIABLE = "SGEMM_RUN_CASES"
 # measured case is also timed paired against its build from there (CaseResult.reference).
 REFERENCE_VARIABLE = "SGEMM_REFERENCE_TREE"
 REFERENCE_COMMIT_FILE = "COMMIT"
-# More NVBench options for every measurement of this process tree (e.g. the gate's shorter --min-time: its evidence is
-# the spread between rounds, and a round's median needs a few hundred samples, not NVBench's default half second).
+# NVBench's options for the cases an asv run measures, in place of ASV_NVBENCH_ARGS.
 NVBENCH_ARGS_VARIABLE = "SGEMM_NVBENCH_ARGS"
+# NVBench's stopping rule there: 0.1 s of GPU time, or on until the noise is under 5%, 5 s at most. With NVBench's
+# default (0.5 s, 0.5%, 15 s) a case took 0.85 s on average, and 2-5 s at the power cap, where the noise never
+# falls to 0.5%: 234 s of a 351 s history commit on an H100. A history's steps are judged on the ratio paired against
+# the reference build, a gate's unpaired rounds on the spread between rounds; a round's median needs a hundred
+# samples or so, not a noise target that a 9 us kernel chases for 15 s.
+ASV_NVBENCH_ARGS = ("--min-time", "0.1", "--max-noise", "5", "--timeout", "5")
 
 
-# The history's paired timing against the reference: brief, since each commit of a history is one more point.
-REFERENCE_SETTINGS = PairedSettings(warmup_s=0.1, max_warmup_s=1.5, min_pairs=8, min_s=0.2, max_s=0.6,
-                                    target_half_width=0.001)
+# The history's paired timing against the reference, one more point of a series a commit. The cases follow each other
+# with the GPU busy throughout (NVBench has just run them all), so the card is already in its load's state: the
+# warm-up only loads both programs and fills the queue. Six pairs of 5 ms blocks give the median its 95% interval;
+# a case whose interval is still wider than 0.1% goes on to 0.4 s (at the power cap), a slow kernel until it has
+# six pairs.
+REFERENCE_SETTINGS = PairedSettings(block_s=0.005, warmup_s=0.03, max_warmup_s=0.03, min_pairs=6, min_s=0.1,
+                                    max_s=0.4, target_half_width=0.001)
 
 
 class NoGpuError(RuntimeError):
@@ -178,9 +187,10 @@ def check_cases(cases: list[Case], device: int = 0, alpha: float = 1.0, beta: fl
     return checked
 
 
-def run_cases(cases: list[Case], device: int = 0,
-              progress: Callable[[int, Case], None] | None = None) -> dict[str, CaseResult | BaseException]:
-    """Build, verify and time each case on one device. A failing case maps to its exception; the rest still run."""
+def run_cases(cases: list[Case], device: int = 0, progress: Callable[[int, Case], None] | None = None,
+              nvbench_args: tuple[str, ...] = ()) -> dict[str, CaseResult | BaseException]:
+    """Build, verify and time each case on one device (NVBench's stopping rule its own, or `nvbench_args`). A failing
+    case maps to its exception; the rest still run."""
     import cupy
 
     info = device_info(device)
@@ -224,8 +234,7 @@ def run_cases(cases: list[Case], device: int = 0,
         return prepare
 
     with cupy.cuda.Device(device):
-        timings = time_cases({case.id: prepare_for(i, case) for i, case in enumerate(cases)}, device,
-                             tuple(shlex.split(os.environ.get(NVBENCH_ARGS_VARIABLE, ""))))
+        timings = time_cases({case.id: prepare_for(i, case) for i, case in enumerate(cases)}, device, nvbench_args)
     close_monitors()
     results: dict[str, CaseResult | BaseException] = {}
     for case in cases:
@@ -390,7 +399,10 @@ def measure_group(run_dir: str | Path, cases: list[Case], round_number: int, dev
     compile_ahead([case.kernel for case in runnable], device)
     compiled = time.monotonic()
     nvbench_started: dict[str, float] = {}
-    results = run_cases(runnable, device, lambda index, case: nvbench_started.setdefault(case.id, time.monotonic()))
+    nvbench_args = os.environ.get(NVBENCH_ARGS_VARIABLE)
+    results = run_cases(runnable, device, progress=lambda index, case: nvbench_started.setdefault(case.id,
+                                                                                               time.monotonic()),
+                        nvbench_args=tuple(shlex.split(nvbench_args)) if nvbench_args else ASV_NVBENCH_ARGS)
     timed = time.monotonic()
     nvbench_s = _spans(nvbench_started, timed)
     tree = os.environ.get(REFERENCE_VARIABLE)

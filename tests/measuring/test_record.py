@@ -63,10 +63,14 @@ def test_a_hopper_kernel_is_a_skip_with_the_reason_on_any_other_gpu():
 
 @pytest.fixture
 def fake_measurements(monkeypatch):
-    calls = []
+    class Calls(list):
+        """The cases of each measuring process; .nvbench_args: the NVBench options each was given."""
 
-    def run_cases(cases, device=0, progress=None):
+    calls, nvbench = Calls(), []
+
+    def run_cases(cases, device=0, progress=None, nvbench_args=()):
         calls.append(cases)
+        nvbench.append(nvbench_args)
         for index, case in enumerate(cases):
             if progress:
                 progress(index, case)
@@ -74,6 +78,7 @@ def fake_measurements(monkeypatch):
 
     monkeypatch.setattr(record, "run_cases", run_cases)
     measuring_stand_ins(monkeypatch)
+    calls.nvbench_args = nvbench
     return calls
 
 
@@ -98,6 +103,15 @@ def test_an_asv_run_measures_each_case_once_per_round_for_all_its_methods(tmp_pa
     assert sorted(p.name for p in case.dir.glob("round-*.json")) == ["round-1.json", "round-2.json"]
 
 
+def test_an_asv_run_times_with_nvbench_s_brief_stopping_rule_unless_told_otherwise(tmp_path, monkeypatch,
+                                                                                    fake_measurements):
+    AsvCase(str(tmp_path / "a"), get_kernel("fp32/naive"), 1024, 1024, 1024).result("time")
+    monkeypatch.setenv(record.NVBENCH_ARGS_VARIABLE, "--min-time 0.3 --timeout 9")
+    AsvCase(str(tmp_path / "b"), get_kernel("fp32/naive"), 1024, 1024, 1024).result("time")
+    assert fake_measurements.nvbench_args == [record.ASV_NVBENCH_ARGS, ("--min-time", "0.3", "--timeout", "9")]
+    assert record.ASV_NVBENCH_ARGS == ("--min-time", "0.1", "--max-noise", "5", "--timeout", "5")
+
+
 def test_rounds_are_keyed_explicitly_not_by_the_order_methods_run_in(tmp_path, fake_measurements):
     # A method that runs twice before another reads round 1 afterwards all the same.
     case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024)
@@ -109,7 +123,7 @@ def test_rounds_are_keyed_explicitly_not_by_the_order_methods_run_in(tmp_path, f
 
 def test_a_failed_measurement_fails_the_benchmark_records_nothing_and_says_why(tmp_path, monkeypatch):
     wrong = VerificationError("fp32/naive at 1024x1024x1024: relative error 0.0443 > 1e-05")
-    monkeypatch.setattr(record, "run_cases", lambda cases, device=0, progress=None: {cases[0].id: wrong})
+    monkeypatch.setattr(record, "run_cases", lambda cases, device=0, **_: {cases[0].id: wrong})
     measuring_stand_ins(monkeypatch)
     events = tmp_path / "events.jsonl"
     monkeypatch.setenv("SGEMM_CASE_EVENTS", str(events))
@@ -144,7 +158,7 @@ def test_a_shared_gpu_is_not_measured(tmp_path, monkeypatch):
     events = tmp_path / "events.jsonl"
     monkeypatch.setenv("SGEMM_CASE_EVENTS", str(events))
     monkeypatch.setattr(record, "run_cases",
-                        lambda cases, device=0, progress=None: pytest.fail("measured beside another process"))
+                        lambda cases, device=0, **_: pytest.fail("measured beside another process"))
     case = AsvCase(str(tmp_path), get_kernel("fp32/naive"), 1024, 1024, 1024)
     with pytest.raises(record.SharedGpu, match=r"shared with pid 4242 \(python3, 1,532 MiB\)"):
         case.result("time")
