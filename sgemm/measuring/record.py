@@ -53,15 +53,14 @@ NVBENCH_ARGS_VARIABLE = "SGEMM_NVBENCH_ARGS"
 ASV_NVBENCH_ARGS = ("--min-time", "0.1", "--max-noise", "5", "--timeout", "5")
 
 
-# The history's paired timing against the reference, one more point of a series a commit. The warm-up goes on until
-# the block times are steady (1 s at most): the cases follow each other with the GPU busy throughout, but a case
-# after one of another power regime starts at that one's clock. With a warm-up of 30 ms, fp16/wgmma_grouped_tma_store
-# at 8192 timed right after an FP32 case read a 1% slowdown as 0.5%, in two histories on an H100: its clock was still
-# falling from the FP32 case's while the pairs ran, and a pair cancels a linear drift only. Six pairs of 5 ms blocks
-# give the median its 95% interval; a case whose interval is still wider than 0.1% goes on to 0.4 s (at the power
-# cap), a slow kernel until it has six pairs.
-REFERENCE_SETTINGS = PairedSettings(block_s=0.005, warmup_s=0.05, max_warmup_s=1.0, min_pairs=6, min_s=0.1,
-                                    max_s=0.4, target_half_width=0.001)
+# The history's paired timing against the reference, one more point of a series a commit: a warm-up until the block
+# times are steady (1.5 s at most: a case after one of another power regime starts at that one's clock), then eight
+# pairs of 10 ms blocks at least, on to 0.6 s while the interval is wider than 0.1%. The watch history found its 1%
+# Hopper step with these (docs/history/watch). A briefer pairing (5 ms blocks, six pairs, 0.4 s at most) made a whole
+# history commit take 258-283 s on an H100, but read that step as 0.5-0.7% in three histories, under what the
+# history's detector files (docs/history/brief-pairing.md).
+REFERENCE_SETTINGS = PairedSettings(warmup_s=0.1, max_warmup_s=1.5, min_pairs=8, min_s=0.2, max_s=0.6,
+                                    target_half_width=0.001)
 
 
 class NoGpuError(RuntimeError):
