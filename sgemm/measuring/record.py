@@ -338,15 +338,42 @@ def _reference_builds(cases: list[Case], tree: Path) -> dict[str, Kernel | str]:
     return builds
 
 
-def _time_over_reference(cases: list[Case], results: dict, tree: Path, device: int) -> None:
-    """Each measured case paired in this process against its reference build, on the current device (the suite's
-    processes see one GPU, device 0): CaseResult.reference."""
-    from .ab import Build, BuildFailed, compile_ahead, measure
-    from .telemetry import CardReadings
+def reference_builds(cases: list[Case], tree: Path, device: int = 0) -> tuple[str, dict[str, Kernel | str]]:
+    """The reference commit (as the tree's COMMIT file names it), and each case's kernel in the tree, or why none;
+    every build found compiled ahead, in threads."""
+    from .ab import compile_ahead
 
     commit = (tree / REFERENCE_COMMIT_FILE).read_text().strip() if (tree / REFERENCE_COMMIT_FILE).is_file() else ""
     builds = _reference_builds(cases, tree)
     compile_ahead([build for build in builds.values() if isinstance(build, Kernel)], device)
+    return commit, builds
+
+
+def time_against_reference(case: Case, reference: Kernel, commit: str, readings,
+                           settings: PairedSettings = REFERENCE_SETTINGS) -> dict:
+    """The case's kernel paired against its reference build on the current device: CaseResult.reference's figures,
+    or why there are none. The commit's build is not checked against FP64 again: the caller did, in this process."""
+    from .ab import Build, BuildFailed, measure
+
+    started = time.monotonic()
+    try:
+        ab = measure([Build("reference", reference), Build("commit", case.kernel)], case.m, case.n, case.k,
+                     settings, readings, checked=frozenset({"commit"}))
+    except BuildFailed as exc:
+        return {"commit": commit, "missing": f"the {exc.label} build: {exc.kind}: {exc.reason}"}
+    return {"commit": commit, "ratio": ab.ratio(), "interval": list(ab.interval()),
+            "pair_ratios": ab.timing.pair_ratios[0], "method": ab.timing.method,
+            "joules_per_launch": ab.timing.joules_per_launch, "warmup_s": ab.timing.warmup_s,
+            "seconds": time.monotonic() - started}
+
+
+def _time_over_reference(cases: list[Case], results: dict, tree: Path, device: int) -> None:
+    """Each measured case paired in this process against its reference build, on the current device (the suite's
+    processes see one GPU, device 0): CaseResult.reference. Each case's own build was checked against FP64 before
+    NVBench timed it."""
+    from .telemetry import CardReadings
+
+    commit, builds = reference_builds(cases, tree, device)
     readings = CardReadings.of(device)
     for case in cases:
         result, reference = results[case.id], builds[case.id]
@@ -355,18 +382,7 @@ def _time_over_reference(cases: list[Case], results: dict, tree: Path, device: i
         if isinstance(reference, str):
             result.reference = {"commit": commit, "missing": reference}
             continue
-        started = time.monotonic()
-        try:
-            # The commit's build was checked against FP64 moments ago, before NVBench timed it.
-            ab = measure([Build("reference", reference), Build("commit", case.kernel)], case.m, case.n, case.k,
-                         REFERENCE_SETTINGS, readings, checked=frozenset({"commit"}))
-        except BuildFailed as exc:
-            result.reference = {"commit": commit, "missing": f"the {exc.label} build: {exc.kind}: {exc.reason}"}
-            continue
-        result.reference = {"commit": commit, "ratio": ab.ratio(), "interval": list(ab.interval()),
-                            "pair_ratios": ab.timing.pair_ratios[0], "method": ab.timing.method,
-                            "joules_per_launch": ab.timing.joules_per_launch, "warmup_s": ab.timing.warmup_s,
-                            "seconds": time.monotonic() - started}
+        result.reference = time_against_reference(case, reference, commit, readings)
 
 
 def _spans(starts: dict[str, float], end: float) -> dict[str, float]:

@@ -348,3 +348,16 @@ def test_a_kernel_newer_than_the_reference_says_so(tmp_path):
                                        Case(get_kernel("fp32/naive"), 64, 64, 64)], tree)
     assert builds["fp32/warptile/64x64x64"] == "fp32/warptile is newer than the reference commit"
     assert builds["fp32/naive/64x64x64"].kernel_dir == tree / "kernels"
+
+
+def test_a_reference_build_that_cannot_be_measured_leaves_the_reason_instead_of_a_ratio(monkeypatch):
+    from sgemm.measuring import ab
+
+    def measure(builds, m, n, k, settings, readings, checked):
+        raise ab.BuildFailed("reference", "wrong result", "fp32/naive is wrong at 64x64x64: relative error 0.5")
+
+    monkeypatch.setattr(ab, "measure", measure)
+    naive = get_kernel("fp32/naive")
+    assert record.time_against_reference(Case(naive, 64, 64, 64), naive, "c" * 40, None) == {
+        "commit": "c" * 40,
+        "missing": "the reference build: wrong result: fp32/naive is wrong at 64x64x64: relative error 0.5"}
