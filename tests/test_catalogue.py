@@ -699,3 +699,18 @@ def test_the_hopper_ladder_is_written_once_for_both_of_its_precisions():
 def test_an_operand_is_row_major_over_its_dimensions():
     assert [catalogue.operand_shape(op, 2, 3, 5) for op in catalogue.OPERAND_DIMS] == [(2, 5), (5, 3), (2, 3)]
     assert catalogue.TMA_OPERANDS == ("A", "B", "C")
+
+
+def test_a_catalogue_is_built_again_only_when_its_text_changes(tmp_path):
+    path = tmp_path / "catalogue.toml"
+    shutil.copy(catalogue.CATALOGUE_PATH, path)
+    first = load_catalogue(path)
+    first.pop("fp32/naive")  # the caller's own dict: the next reader still gets every kernel
+    again = load_catalogue(path)
+    assert "fp32/naive" in again and again["fp32/warptile"] is first["fp32/warptile"]  # not built again
+    path.write_text(path.read_text().replace('technique = "', 'technique = "Edited: ', 1))
+    edited = load_catalogue(path)
+    assert [name for name, kernel in edited.items() if kernel.technique.startswith("Edited: ")] and edited != again
+    shutil.copytree(KERNEL_DIR, tmp_path / "kernels")
+    other_tree = load_catalogue(path, tmp_path / "kernels")  # another tree's kernels are built for it
+    assert other_tree["fp32/naive"].kernel_dir == tmp_path / "kernels"
