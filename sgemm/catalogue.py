@@ -690,8 +690,9 @@ def load_precisions(path: Path = CATALOGUE_PATH) -> dict[str, Precision]:
 
 
 # The kernels built from each catalogue file and kernel folder, with the parsed tables they were built from: built
-# again only when the file's text changes. Each of a history commit's ~3,000 asv processes asks for its kernel;
-# building every entry again cost a reader 10 of its 13 ms on a CPU box.
+# again only when the file's text changes (a source file removed meanwhile is then found missing when it is compiled,
+# not here). Each of a history commit's ~3,000 asv processes asks for its kernel; building every entry again cost a
+# reader 10 of its 13 ms on a CPU box.
 _built: dict[tuple[str, str], tuple[dict, dict[str, Kernel]]] = {}
 
 
