@@ -54,9 +54,9 @@ def test_each_build_is_read_from_its_own_tree(tmp_path):
 
 
 def test_a_build_checked_earlier_in_the_process_is_not_checked_again_and_the_others_still_are(monkeypatch):
-    import cupy
-
     from types import SimpleNamespace
+
+    import cupy
 
     checked = []
     monkeypatch.setattr(ab, "_problems", lambda builds, m, n, k: [SimpleNamespace(label=build.label, launch=None)
