@@ -32,7 +32,7 @@ from sgemm import history  # noqa: E402
 from sgemm.catalogue import get_kernel  # noqa: E402
 from sgemm.measuring.paired import PairedSettings  # noqa: E402
 from sgemm.measuring.record import (REFERENCE_SETTINGS, Case, NoGpuError, device_info,  # noqa: E402
-                                    reference_builds, time_against_reference)
+                                    prepare_reference_builds, time_against_reference)
 
 SETTINGS = ("block_s", "warmup_s", "max_warmup_s", "min_pairs", "min_s", "max_s")
 
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     cases, compiled = sampled_cases(ROOT, args.every)
-    commit, builds = reference_builds(cases, tree)
+    commit, builds = prepare_reference_builds(cases, tree)
     readings = CardReadings.of(0)
     print(f"{gpu.name}: {len(cases)} of {compiled} compiled cases, against {commit[:12]}; set up in "
           f"{time.monotonic() - started:.1f} s; {settings}", file=sys.stderr)

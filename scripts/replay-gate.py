@@ -79,13 +79,14 @@ def main() -> int:
             fixed = read(args.noise, args.machine)[0].get("paired", {})
         except NoiseFileError as exc:
             parser.error(str(exc))
+    recorded = {work: recorded_ratios(work) for work in args.work}  # every gate readable before any is judged
     for work in args.work:
         if args.leave_one_out:
             noise, gates, _ = learn_paired([other for other in args.work if other != work])
             source = f"noise from the other {gates} gates"
         else:
             noise, source = fixed, f"noise file {args.noise}" if args.noise else "no noise file"
-        comparisons, short = replay(recorded_ratios(work), noise)
+        comparisons, short = replay(recorded[work], noise)
         counts = Counter(c.verdict.value for c in comparisons)
         detectable = median(c.detectable for c in comparisons if math.isfinite(c.detectable))
         print(f"{work}: {dict(sorted(counts.items()))}; median detectable {detectable:.3%}; up to "

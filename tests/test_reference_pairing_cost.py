@@ -62,7 +62,7 @@ def test_without_a_gpu_it_says_so(monkeypatch, capsys):
 def test_each_case_is_written_as_it_is_paired_and_the_rate_is_said(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cost, "device_info", lambda device=0: Gpu("NVIDIA H100 80GB HBM3", 90, 132))
     monkeypatch.setattr(cost.history, "reference_tree", lambda repo, work: tmp_path)
-    monkeypatch.setattr(cost, "reference_builds",
+    monkeypatch.setattr(cost, "prepare_reference_builds",
                         lambda cases, tree: ("c" * 40, {case.id: case.kernel for case in cases}))
     monkeypatch.setattr(telemetry.CardReadings, "of", staticmethod(lambda device: None))
     paired = []

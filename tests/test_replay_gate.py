@@ -84,3 +84,6 @@ def test_bad_input_is_refused_with_a_message(tmp_path):
     assert done.returncode == 1 and "cannot read its rounds" in done.stderr and "Traceback" not in done.stderr
     missing = replay(recorded_gate(tmp_path / "two", 6), "--noise", tmp_path / "none.json")
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    # a bad gate after a good one: refused before the good one is judged
+    late = replay(recorded_gate(tmp_path / "good", 7), empty)
+    assert late.returncode != 0 and "no rounds/round-N.jsonl" in late.stderr and late.stdout == ""

@@ -338,7 +338,7 @@ def _reference_builds(cases: list[Case], tree: Path) -> dict[str, Kernel | str]:
     return builds
 
 
-def reference_builds(cases: list[Case], tree: Path, device: int = 0) -> tuple[str, dict[str, Kernel | str]]:
+def prepare_reference_builds(cases: list[Case], tree: Path, device: int = 0) -> tuple[str, dict[str, Kernel | str]]:
     """The reference commit (as the tree's COMMIT file names it), and each case's kernel in the tree, or why none;
     every build found compiled ahead, in threads."""
     from .ab import compile_ahead
@@ -373,7 +373,7 @@ def _time_over_reference(cases: list[Case], results: dict, tree: Path, device: i
     NVBench timed it."""
     from .telemetry import CardReadings
 
-    commit, builds = reference_builds(cases, tree, device)
+    commit, builds = prepare_reference_builds(cases, tree, device)
     readings = CardReadings.of(device)
     for case in cases:
         result, reference = results[case.id], builds[case.id]
