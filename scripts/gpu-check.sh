@@ -29,7 +29,7 @@ if python3 -c 'import asv' 2>/dev/null; then
         # resource suite; no process for the crosses that are no case), every case measured in one process, and
         # each also against its build at the catalogue's [suite] reference.
         while read -r pattern; do bench+=(--bench "$pattern"); done < <(python3 -c 'import pathlib, sgemm.history as h
-print("\n".join(h.case_patterns(h.suite_cases(pathlib.Path("."))) + list(h.NOT_CASES)))')
+print("\n".join(h.case_patterns(h.suite_cases(pathlib.Path("."))) + h.other_patterns(pathlib.Path("."))))')
         export SGEMM_RUN_CASES SGEMM_REFERENCE_TREE
         SGEMM_RUN_CASES=$(python3 -c 'import json, pathlib, sgemm.history as h
 print(json.dumps([[c.kernel, *c.shape] for c in h.suite_cases(pathlib.Path("."))]))')

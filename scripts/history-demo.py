@@ -219,9 +219,11 @@ def git(repo: Path, *args: str, env: dict | None = None) -> str:
 # spin proportional to K costs the same share of its time at every size. Measured on an H100 at 4096
 # (scripts/gate-selftest.py): 18 cycles per unit of K made it 3.0-3.1% slower, alike in the gate and side by side.
 SPIN_PER_K_PER_PERCENT = 6
-# SM cycles of spin per tile in the TMA-store epilogue, per 1% of slowdown of wgmma_grouped_tma_store at 8192: 800 made
-# it 0.57% (FP16) and 0.60% (BF16) slower on an H100, paired in one process (docs/gate/).
-SPIN_PER_TILE_PER_PERCENT = 1400
+# SM cycles of spin per tile in the TMA-store epilogue, per 1% of slowdown of wgmma_grouped_tma_store at 8192. On an
+# H100, 1,400 made it 0.84% slower, FP16 and BF16 alike (2 s of pairs in each of twelve processes, 1.0084 with a
+# spread of 0.1% between them: docs/history/brief-pairing.md); 800 had made it 0.57-0.60% slower (docs/gate/): not in
+# proportion, for reasons not measured.
+SPIN_PER_TILE_PER_PERCENT = 1670
 
 
 def _edit(source: Path, anchor: str, addition: str) -> None:

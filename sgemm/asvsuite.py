@@ -38,6 +38,11 @@ TRACKS = (TIME, TFLOPS, SM_CLOCK, POWER, TEMPERATURE, THROTTLED, *ROUND_TRACKS, 
 # the power are for the history).
 GATE_TRACKS = (ROUND_TIME, ROUND_SM_CLOCK, CARD, THROTTLED)
 
+# The resource suite (benchmarks/bench_resources.py): kernel x architecture, one track per figure of ptxas's report.
+RESOURCES = "bench_resources.Resources"
+RESOURCE_TRACKS = ("track_registers", "track_shared_memory", "track_local_memory", "track_spill_stores",
+                   "track_spill_loads")
+
 GPU_MODULE_CLASS = "bench_gpu.Gpu"
 SM_COUNT = f"{GPU_MODULE_CLASS}.track_sm_count"
 MAX_SM_CLOCK = f"{GPU_MODULE_CLASS}.track_max_sm_clock"
@@ -106,6 +111,12 @@ class SuiteCase:
         """asv's -b regular expression selecting exactly this case's methods (asv matches `name(param, ...)`)."""
         arguments = ", ".join(self.asv_params)
         return rf"^{MODULE}\.{self.benchmark}\.({'|'.join(methods)})\({re.escape(arguments)}\)$"
+
+
+def resource_pattern(kernel: str, architectures: tuple[str, ...]) -> str:
+    """asv's -b regular expression selecting every resource track of one kernel at these architectures alone."""
+    arches = "|".join(re.escape(repr(arch)) for arch in architectures)
+    return rf"^{re.escape(RESOURCES)}\.({'|'.join(RESOURCE_TRACKS)})\({re.escape(repr(kernel))}, ({arches})\)$"
 
 
 def cases_for(kernels: list[Kernel], sizes: list[int] | None, sweep_kernels: list[str],

@@ -4,8 +4,8 @@ asv does the measuring (each commit built in a virtualenv of its own, its result
 module chooses what it runs, says beforehand how long that should take, and leaves the site to `sgemm publish`.
 
 - Commits: a machine with no results yet measures the newest `first` commits of the branch (default 1, its head
-  alone, on a GPU box; 3 on a box without one), so that a fresh box does not start on the whole history (the full
-  suite takes about 8 to 11 minutes a commit on an H100 or H200, the resource suite about a minute on a 2-core CPU
+  alone, on a GPU box; 3 on a box without one), so that a fresh box does not start on the whole history (asv's run
+  of the full suite takes about 4 to 5 minutes a commit on an H100, the resource suite about a minute on a 2-core CPU
   box, and a history of one commit is a point that asv's graphs draw no line through); every later run measures
   what came since: the branch's commits that descend from none already measured here.
 - Cases: the working tree's suite crosses kernels with sizes and precisions, and most combinations are no case; the
@@ -43,7 +43,6 @@ from .shards import Shard, ShardError, assign, identical_gpus, recorded_costs, w
 DEFAULT_FIRST = 1
 DEFAULT_FIRST_WITHOUT_GPU = 3
 BRANCH = "main"  # asv.conf.json's branch
-RESOURCES_ONLY = r"^bench_resources\."
 # What a box without a GPU records, and what it leaves out, in words for the run's first lines.
 RESOURCE_SUITE = ("bench_resources alone (registers, shared memory, stack and spills of every kernel per "
                   "architecture, compiled by NVRTC with no GPU)")
@@ -65,6 +64,7 @@ class Plan:
     left_out: tuple[str, ...]  # suites this box cannot run, in words
     seconds_per_commit: float | None  # from this machine's newest run, when there is one
     notes: tuple[str, ...] = ()  # what of the request was left aside, and why
+    others: tuple[str, ...] = ()  # of `bench`, those that are no case: a sharded run gives them to its first GPU
 
     @property
     def gpu(self) -> bool:
@@ -81,7 +81,7 @@ class Plan:
         elif self.commits:
             lines.append("expected: no run of this machine to go by; " + (
                 "the resource suite took about 1 minute a commit on a 2-core CPU box" if self.left_out else
-                "the full suite took about 8 to 11 minutes a commit on an H100 or H200"))
+                "asv's run of the full suite took about 4 to 5 minutes a commit on an H100"))
         if self.left_out:
             lines.append(f"recorded here: {RESOURCE_SUITE}")
         lines += [f"left out, no GPU here: {suite}" for suite in self.left_out]
@@ -153,8 +153,9 @@ def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int | No
                      "commit as a point with no line (--first N for another count)",)
         commits = _git(repo, "rev-list", "--first-parent", f"--max-count={count}", BRANCH).split()
         seconds = None
-    bench = tuple(case_patterns(suite_cases(repo))) + NOT_CASES if gpu else (RESOURCES_ONLY,)
-    return Plan(machine, tuple(commits), bench, () if gpu else GPU_SUITES, seconds, notes)
+    others = tuple(other_patterns(repo) if gpu else resource_patterns(repo))
+    bench = tuple(case_patterns(suite_cases(repo))) + others if gpu else others
+    return Plan(machine, tuple(commits), bench, () if gpu else GPU_SUITES, seconds, notes, others)
 
 
 def cuda_site() -> str:
@@ -247,7 +248,7 @@ def run(repo: Path, chosen: Plan, results_dir: Path, work_dir: Path) -> int:
 # --- Several identical GPUs ----------------------------------------------------------------------------------------
 
 # The suites that are not cases of kernels (the GPU's facts, the resource compile) run with the first shard.
-NOT_CASES = (r"^bench_gpu\.", r"^bench_resources\.")
+GPU_FACTS = r"^bench_gpu\."
 PROGRESS_EVERY_S = 60
 # How often the shards are looked at: a run that sleeps the whole minute between looks ends up to a minute
 # after its last shard did.
@@ -262,6 +263,21 @@ def case_patterns(cases: list[asvsuite.SuiteCase]) -> list[str]:
     combination of each track even to skip it, about 5,000 of them a run; naming the cases starts none of those.
     """
     return [case.pattern(asvsuite.TRACKS) for case in cases]
+
+
+def resource_patterns(repo: Path) -> list[str]:
+    """asv's --bench expressions for the resource suite's real crosses: each kernel at the architectures it is built
+    for. The suite crosses every kernel with every architecture, and a kernel built for sm_90a alone would start a
+    process for each of the others only to skip it: about 500 processes a commit, some 10 ms each."""
+    path = repo / "sgemm" / "catalogue.toml"
+    tracked = tuple(catalogue.architectures(path))
+    return [asvsuite.resource_pattern(kernel.name, kernel.architectures(tracked))
+            for kernel in catalogue.load_catalogue(path, repo / "kernels").values() if not kernel.library]
+
+
+def other_patterns(repo: Path) -> list[str]:
+    """Every benchmark of a GPU box's run that is not a case: the GPU's facts and the resource suite."""
+    return [GPU_FACTS, *resource_patterns(repo)]
 
 
 def suite_cases(repo: Path) -> list[asvsuite.SuiteCase]:
@@ -339,7 +355,7 @@ def run_sharded(repo: Path, chosen: Plan, results_dir: Path, shards: list[Shard]
         config = write_asv_config(repo, folder / "asv.conf.json", results_dir=folder / "results",
                                   env_dir=folder / "env", html_dir=folder / "html")
         command = _asv_run(chosen, hashes) + ["--config", str(config)]
-        for pattern in case_patterns(list(shard.cases)) + (list(NOT_CASES) if shard is shards[0] else []):
+        for pattern in case_patterns(list(shard.cases)) + (list(chosen.others) if shard is shards[0] else []):
             command += ["--bench", pattern]
         log = folder / "asv.log"
         env = dict(_asv_environment(list(shard.cases), reference), **_shard_home(folder / "home"),

@@ -13,10 +13,9 @@ import datetime
 import itertools
 import math
 
-from .asvsuite import RunReader
+from .asvsuite import RESOURCES, RunReader
 
 GEMM_RATES = ("bench_gemm.Gemm.track_tflops", "bench_gemm.GemmShapes.track_tflops")
-RESOURCES = "bench_resources.Resources"
 HEADER = ("commit", "date", "Gemm cases timed", "kernels compiled", "registers/thread", "shared memory/block",
           "spilling", "failed")
 

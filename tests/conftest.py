@@ -388,6 +388,20 @@ def write_asv_run(results_dir: Path, machine: str, commit: str, date_ms: int,
     run.save(str(results_dir))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def compile_cache_of_the_run(tmp_path_factory):
+    """What compiles said (launch geometry, ptxas's reports) is kept on disk between processes (SGEMM_CACHE_DIR);
+    the tests keep theirs in a folder of their own run, so that no test reads what another run kept, and nothing is
+    written under the home folder."""
+    previous = os.environ.get("SGEMM_CACHE_DIR")
+    os.environ["SGEMM_CACHE_DIR"] = str(tmp_path_factory.mktemp("compile-cache"))
+    yield
+    if previous is None:
+        del os.environ["SGEMM_CACHE_DIR"]
+    else:
+        os.environ["SGEMM_CACHE_DIR"] = previous
+
+
 # --- Each kernel compiled once a run for each architecture (measuring/test_resources.py, test_bench_resources.py) ---
 
 

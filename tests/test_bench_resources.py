@@ -55,7 +55,7 @@ def test_a_kernel_the_commit_lacks_is_a_skip_and_a_compile_error_a_failure():
         suite.setup({"unavailable": "NVRTC is not usable here: no cuda"}, "fp32/naive", "sm_90")
 
 
-def test_setup_cache_compiles_every_kernel_for_every_architecture(compile_once, monkeypatch):
+def test_setup_cache_compiles_every_kernel_for_every_architecture(compile_once, monkeypatch, tmp_path):
     # Each build is test_every_kernel_compiles_without_a_gpu_...'s as well: compile_once makes it once a run.
     monkeypatch.setattr(resources, "compile_offline", compile_once)
     table = load_suite().Resources().setup_cache()
@@ -66,6 +66,7 @@ def test_setup_cache_compiles_every_kernel_for_every_architecture(compile_once, 
     # Two programs compiled afresh, together in the table's threads as setup_cache compiles them, give the figures
     # the table holds.
     monkeypatch.undo()
+    monkeypatch.setenv("SGEMM_CACHE_DIR", str(tmp_path))  # what the table kept on disk is not read back
     two = list({(k.source, k.entry): k for k in compiled if not k.target}.values())[:2]
     fresh = resources.usage_table(two, ("sm_90",))
     assert len(fresh) == 2 and fresh == {key: table[key] for key in fresh}

@@ -66,10 +66,14 @@ def test_a_gpu_box_runs_every_case_of_the_suite_and_no_combination_that_is_none(
     assert runs("bench_gemm.GemmShapes.track_time('fp32/naive', '256x1024x1024')")
     assert runs("bench_gpu.Gpu.track_sm_count")
     assert runs("bench_resources.Resources.track_registers('fp32/naive', 'sm_90')")
+    assert runs("bench_resources.Resources.track_spill_loads('fp16/wgmma_tma', 'sm_90a')")
+    assert not runs("bench_resources.Resources.track_registers('fp16/wgmma_tma', 'sm_80')")  # built for sm_90a alone
+    assert not runs("bench_resources.Resources.track_registers('fp32/naive', 'sm_90a')")
+    assert not runs("bench_resources.Resources.track_registers('fp32/cublas', 'sm_90')")  # a library call
     assert not runs("bench_gemm.Gemm.track_time('naive', 8192, 'fp32')")  # not timed at 8192
     assert not runs("bench_gemm.Gemm.track_time('naive', 1024, 'bf16')")  # no such kernel
     assert not runs("bench_gemm.Gemm.track_time('wgmma_tma', 2048, 'fp16')")
-    assert len(chosen.bench) == len(history.suite_cases(repo)) + len(history.NOT_CASES)
+    assert len(chosen.bench) == len(history.suite_cases(repo)) + len(history.other_patterns(repo))
 
 
 def test_a_case_is_selected_with_every_track_and_nothing_else():
@@ -105,7 +109,8 @@ def test_a_measured_commit_no_longer_in_the_repository_is_ignored(repo, tmp_path
 
 def test_without_a_gpu_only_the_resource_suite_runs_and_the_rest_is_named(repo, tmp_path):
     chosen = history.plan(repo, tmp_path / "results", "box", gpu=False)
-    assert chosen.bench == (history.RESOURCES_ONLY,)
+    assert chosen.bench == tuple(history.resource_patterns(repo))
+    assert all(pattern.startswith(r"^bench_resources\.Resources\.") for pattern in chosen.bench)
     assert [line.split(": ", 1)[1].split()[0] for line in chosen.describe() if line.startswith("left out")] == \
         ["bench_gemm", "bench_gpu"]
     assert f"recorded here: {history.RESOURCE_SUITE}" in chosen.describe()
@@ -275,7 +280,7 @@ def test_two_shards_run_at_once_and_join_into_the_run_of_one_gpu(two_gpu_results
              for size in (1024, 2048, 4096) for precision in ("fp32", "fp16")]
     shards = [Shard(0, tuple(c for c in cases if c.kernel.endswith("float4")), 1.0),
               Shard(1, tuple(c for c in cases if not c.kernel.endswith("float4")), 1.0)]
-    chosen = history.Plan(box.machine, (tree.commit,), None, (), None)
+    chosen = history.Plan(box.machine, (tree.commit,), None, (), None, others=(history.GPU_FACTS,))
     status = history.run_sharded(tree.repo, chosen, results, shards, ["GPU-a", "GPU-b"], tmp_path / "work")
     assert status == 0, (tmp_path / "work" / "gpu-0" / "asv.log").read_text()[-2000:]
     [written] = [p for p in (results / box.machine).glob("*.json") if p.name != "machine.json"]

@@ -24,7 +24,6 @@ from pathlib import Path
 from .. import asvsuite
 from .report import ReportError, palette
 
-RESOURCES = "bench_resources.Resources"
 # (asv method, chart title, scale to the unit shown, what the page says of it)
 TRACKS = (
     ("track_registers", "registers / thread", 1, "registers per thread"),
@@ -56,7 +55,7 @@ class ResourceRun:
 
 
 def _figures(run: asvsuite.RunReader, method: str) -> tuple[list[tuple], dict[tuple[str, str], float]]:
-    results, name = run.run, f"{RESOURCES}.{method}"
+    results, name = run.run, f"{asvsuite.RESOURCES}.{method}"
     if name not in results.get_all_result_keys():
         return [], {}
     params = results.get_result_params(name)
@@ -126,7 +125,7 @@ def history_fragment(run: ResourceRun, method: str) -> str:
     figures = run.figures.get(method, {})
     shown = [(figures[kernel, arch], kernel, arch) for kernel in run.kernels
              if (kernel, arch := run.shown_arch(kernel)) in figures]
-    fragment = f"{RESOURCES}.{method}"
+    fragment = f"{asvsuite.RESOURCES}.{method}"
     if not shown or not max(shown)[0]:
         return fragment  # every figure 0: any selection draws the same line
     arch = max(shown, key=lambda item: item[0])[2]

@@ -79,6 +79,24 @@ def test_a_build_checked_earlier_in_the_process_is_not_checked_again_and_the_oth
                    checked=frozenset({"commit"}))
 
 
+def test_building_ahead_also_reads_the_launch_geometry_and_leaves_failures_to_the_case(monkeypatch):
+    from sgemm.measuring.resources import GeometryError
+
+    kernel = get_kernel("fp32/warptile")
+    done = []
+    monkeypatch.setattr(ab, "compiled", lambda k: done.append(("program", k.name)))
+    monkeypatch.setattr(ab, "launch_geometry", lambda k: done.append(("geometry", k.name)))
+    ab.build_ahead(kernel)
+    assert done == [("program", "fp32/warptile"), ("geometry", "fp32/warptile")]
+
+    for failure in (BuildError("no compile"), GeometryError("no geometry")):
+        def fail(k, failure=failure):
+            raise failure
+
+        monkeypatch.setattr(ab, "launch_geometry", fail)
+        ab.build_ahead(kernel)  # the case that asks for it reports it, with its log
+
+
 def test_a_tree_exported_from_git_holds_the_kernels_and_the_catalogue_alone(tmp_path):
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()

@@ -109,7 +109,7 @@ def test_an_asv_run_times_with_nvbench_s_brief_stopping_rule_unless_told_otherwi
     monkeypatch.setenv(record.NVBENCH_ARGS_VARIABLE, "--min-time 0.3 --timeout 9")
     AsvCase(str(tmp_path / "b"), get_kernel("fp32/naive"), 1024, 1024, 1024).result("time")
     assert fake_measurements.nvbench_args == [record.ASV_NVBENCH_ARGS, ("--min-time", "0.3", "--timeout", "9")]
-    assert record.ASV_NVBENCH_ARGS == ("--min-time", "0.1", "--max-noise", "5", "--timeout", "5")
+    assert record.ASV_NVBENCH_ARGS == ("--min-time", "0.05", "--max-noise", "5", "--timeout", "5")
 
 
 def test_rounds_are_keyed_explicitly_not_by_the_order_methods_run_in(tmp_path, fake_measurements):

@@ -322,6 +322,31 @@ def test_what_a_compile_says_of_the_geometry_is_kept_on_disk(tmp_path, monkeypat
         resources.declared.__wrapped__(edited)
 
 
+def test_ptxas_s_report_is_kept_on_disk_and_an_edited_program_is_compiled_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("SGEMM_CACHE_DIR", str(tmp_path / "cache"))
+    kernels = tmp_path / "kernels"
+    shutil.copytree(KERNEL_DIR, kernels)
+    kernel = load_catalogue(CATALOGUE_PATH, kernels)["fp32/naive_cols2"]
+    first = resources.resource_usage(kernel, "sm_80")
+    assert first.registers > 0 and len(list((tmp_path / "cache" / "usage").glob("*.json"))) == 1
+
+    def no_compile(*_):
+        raise AssertionError("compiled again")
+
+    compile_offline = resources.compile_offline
+    monkeypatch.setattr(resources, "compile_offline", no_compile)
+    assert resources.resource_usage(kernel, "sm_80") == first
+    for other in (dataclasses.replace(kernel, entry="gemm_naive<16, 16, 4>"), kernel):
+        arch = "sm_90" if other is kernel else "sm_80"  # another program, or the same one for another architecture
+        with pytest.raises(AssertionError, match="compiled again"):
+            resources.resource_usage(other, arch)
+    (kernels / kernel.source).write_text((kernels / kernel.source).read_text() + "\n// an edit\n")
+    with pytest.raises(AssertionError, match="compiled again"):
+        resources.resource_usage(kernel, "sm_80")
+    monkeypatch.setattr(resources, "compile_offline", compile_offline)
+    assert resources.resource_usage(kernel, "sm_80") == first  # a comment changes no resource
+
+
 # --- Older catalogues state the geometry; it is the same as the kernels' own ----------------------------------------
 
 OLDER_CATALOGUES = sorted((Path(__file__).resolve().parents[1] / "data").glob("catalogue-*.toml"))

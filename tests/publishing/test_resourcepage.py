@@ -5,9 +5,9 @@ import urllib.parse
 import pytest
 from conftest import write_asv_run
 
+from sgemm.asvsuite import RESOURCES
 from sgemm.publishing.report import ReportError
-from sgemm.publishing.resourcepage import (RESOURCES, TRACKS, history_fragment, newest_run, resource_figure,
-                                           write_resource_page)
+from sgemm.publishing.resourcepage import TRACKS, history_fragment, newest_run, resource_figure, write_resource_page
 
 KERNELS = ("fp32/naive", "fp32/warptile", "fp16/wgmma_tma")
 # registers, shared bytes, stack bytes, spill stores, spill loads of each built (kernel, arch)
