@@ -80,3 +80,11 @@ def test_the_byte_tracks_say_bytes_so_that_asv_draws_them_from_zero_and_each_nam
     names = {name: getattr(suite, name).pretty_name for name in units}
     assert names["track_shared_memory"].endswith("per block")
     assert all(name.endswith("per thread") for track, name in names.items() if track != "track_shared_memory")
+
+
+def test_the_tracks_the_history_names_are_the_suite_s():
+    from sgemm.asvsuite import RESOURCE_TRACKS, RESOURCES
+
+    suite = load_suite()
+    assert f"bench_resources.{suite.Resources.__name__}" == RESOURCES
+    assert set(RESOURCE_TRACKS) == {name for name in dir(suite.Resources) if name.startswith("track_")}
