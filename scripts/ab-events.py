@@ -33,6 +33,7 @@ from statistics import median, stdev
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sgemm.commands.args import integer_at_least  # noqa: E402
+from sgemm.judging.verdict import Effect  # noqa: E402
 
 WARMUP_S = 1.0
 QUEUED = 10
@@ -98,8 +99,6 @@ def main() -> int:
 
 def interval(times: list[list[float]], windows: list[list[int]]) -> list[float] | None:
     """95% interval of the ratio from the spread of its value in each window (None with fewer than two windows)."""
-    from scipy import stats
-
     logs = []
     for window in range(WINDOWS):
         a, b = ([t for t, w in zip(times[build], windows[build]) if w == window] for build in (0, 1))
@@ -108,8 +107,7 @@ def interval(times: list[list[float]], windows: list[list[int]]) -> list[float] 
     if len(logs) < 2:
         return None
     whole = math.log(median(times[1]) / median(times[0]))
-    half = stats.t.ppf(0.975, len(logs) - 1) * stdev(logs) / math.sqrt(len(logs))
-    return [math.exp(whole - half), math.exp(whole + half)]
+    return list(Effect(whole, stdev(logs), (len(logs),), len(logs) - 1).interval(0.95))
 
 
 if __name__ == "__main__":

@@ -44,6 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sgemm import sourcetree  # noqa: E402
+from sgemm.judging.verdict import Effect  # noqa: E402
+
 # Cycles of spin per tile in the TMA-store epilogue: ~140k cycles a tile of 128 x 256 x 8192 at the power cap's clock.
 SPIN_G = 800
 # Cycles of spin before the K loop of each 32 x 32 block of fp32/naive: K of them made it 0.43% slower at 4096 on an
@@ -140,8 +142,6 @@ def events_ratio(clone: Path, commits: dict[str, str], name: str, kernel: str, s
     """scripts/ab-events.py's ratio in EVENTS_PROCESSES processes: their geometric mean, and in words each process's
     ratio with its interval and a 95% t-interval over the processes (a ratio moves more between processes than
     within one)."""
-    from scipy import stats
-
     trees = Path(tempfile.mkdtemp(prefix="ab-events-"))
     for side in ("HEAD", name):
         sourcetree.export(clone, commits[side], trees / side)
@@ -154,12 +154,11 @@ def events_ratio(clone: Path, commits: dict[str, str], name: str, kernel: str, s
             return float("nan"), "the events script failed"
         found.append(json.loads(done.stdout.strip().splitlines()[-1]))
     logs = [math.log(one["ratio"]) for one in found]
-    mean = statistics.fmean(logs)
-    half = stats.t.ppf(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    over = Effect(statistics.fmean(logs), statistics.stdev(logs), (len(logs),), len(logs) - 1)
     each = ", ".join(f"{one['ratio']:.4f}" + (" ({:.4f}–{:.4f})".format(*one["interval"]) if one.get("interval")
                                                else "") for one in found)
-    return math.exp(mean), (f"geometric mean of {len(found)} processes ({each}; 95% over the processes "
-                            f"{math.exp(mean - half):.4f}–{math.exp(mean + half):.4f})")
+    return over.ratio, (f"geometric mean of {len(found)} processes ({each}; 95% over the processes "
+                        "{:.4f}–{:.4f})".format(*over.interval(0.95)))
 
 
 def start_fp16_load(clone: Path) -> subprocess.Popen:
