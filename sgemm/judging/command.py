@@ -136,8 +136,10 @@ def describe(chosen: Plan, settings: Settings) -> list[str]:
     """What the gate will do, before it does it: the dry run's answer and the gate's first lines."""
     selection = chosen.selection
     why = selection.everything or "; ".join(f"{name}: {reason}" for name, reason in selection.reasons.items())
-    method = (f"unpaired: {selection.everything}" if selection.everything else
-              "unpaired (--unpaired)" if not settings.pairing else
+    method = ("unpaired (--unpaired)" if not settings.pairing else
+              f"by launch, as {selection.everything}: each case's launch is first described by base's and head's own "
+              "code on the GPU; a case launched alike is SAME untimed, one the gate's code launches as each side does "
+              "is paired, the others unpaired" if selection.everything else
               "paired: base and head builds side by side in each round's process")
     lines = [f"{chosen.base[:12]} -> {chosen.head[:12]}: {len(chosen.cases)} cases of {len(selection.kernels)} "
              f"kernels ({why or 'nothing to measure'})"]

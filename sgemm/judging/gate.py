@@ -4,10 +4,14 @@ How a case is measured depends on what changed (sgemm.judging.changes):
 - Paired (sgemm.judging.paired_rounds), when the change is confined to kernel sources, headers and catalogue
   entries: each round is one process holding the base and the head build of every case, timed side by side. On an
   H100 at its power cap this sees a 0.5% change that separate processes, 6% apart from one another, cannot.
-- Unpaired (sgemm.judging.unpaired_rounds), when the code that measures changed, so that each commit must be
-  measured by its own: asv continuous, one process per commit and round. Judged at a wider default threshold, and
-  at the power cap never called a regression (sgemm.judging.verdict).
-Rounds go on, look by look, for the cases still open (sgemm.judging.looks).
+- Where the code that measures changed, each case's launch is first described by each side's own code
+  (sgemm.judging.launches): a case launched alike is SAME untimed; one whose changed launch the gate's own code
+  reproduces on both sides is paired; the others are unpaired.
+- Unpaired (sgemm.judging.unpaired_rounds): each commit measured by its own code, asv continuous, one process per
+  commit and round. Judged at a wider default threshold, and at the power cap never called a regression
+  (sgemm.judging.verdict). Also every case with --unpaired, or where the kernels cannot be exported side by side.
+Rounds go on, look by look, for the cases still open (sgemm.judging.looks), paired and unpaired cases judged as one
+family.
 
 The GPU must be the gate's alone: before every round the gate waits a bounded time for other processes to leave it,
 and every measuring process refuses to measure while another is there.
@@ -21,15 +25,17 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..asvsuite import SuiteCase
 from .changes import Selection
+from .launches import LaunchCompareError, probe_sides
 from .looks import Schedule, run_looks
 from .paired_rounds import PairedSession, PairingError
 from .unpaired_rounds import NVBENCH_ARGS, Pair, UnpairedRounds, pairs_for
-from .verdict import MIN_ROUNDS, Comparison, Noise, Verdict, threshold_for
+from .verdict import MIN_ROUNDS, Case, Comparison, Noise, Verdict, threshold_for
 
 EXIT_PASS, EXIT_REGRESSION, EXIT_UNDECIDED = 0, 1, 2
 DEFAULT_ROUNDS = MIN_ROUNDS
@@ -39,7 +45,7 @@ DEFAULT_MAX_ROUNDS = 9
 PAIRED_THRESHOLD = 0.0025
 UNPAIRED_THRESHOLD = 0.02
 IDLE_TIMEOUT_S = 30  # how long the gate waits for another process to leave the GPU before it gives up
-PAIRED, UNPAIRED = "paired", "unpaired"
+PAIRED, UNPAIRED, MIXED = "paired", "unpaired", "paired and unpaired"
 
 
 class GateError(RuntimeError):
@@ -75,7 +81,9 @@ class GateResult:
     selection: Selection
     settings: Settings
     method: str = PAIRED
-    unpaired_because: str = ""  # why the cases could not be paired
+    unpaired_because: str = ""  # why every timed case is unpaired, where one reason holds for all
+    unpaired_cases: dict[str, str] = field(default_factory=dict)  # why a case is unpaired where others are not
+    launches_compared: int = 0  # cases whose launch each side's own code described (the measuring code changed)
     comparisons: list[Comparison] = field(default_factory=list)
     unchanged: dict[str, str] = field(default_factory=dict)  # SAME without timing, and why
     failed: dict[str, str] = field(default_factory=dict)  # the case cannot be judged, and why
@@ -123,8 +131,20 @@ def _schedule(settings: Settings) -> Schedule:
     return Schedule(settings.rounds, max(settings.rounds, settings.max_rounds))
 
 
-def _run_paired(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Path, device: int, gpu_check,
-                compute_capability: int) -> None:
+@dataclass
+class _Part:
+    """The cases one way of measuring times, its measure(labels, rounds) for the looks, and what it hands the result
+    once they are over."""
+
+    labels: list[str]
+    measure: Callable[[list[str], int], dict[str, Case]]
+    finish: Callable[[], None]
+    controls: frozenset[str] = frozenset()
+
+
+def _paired_part(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Path, device: int, gpu_check,
+                 compute_capability: int) -> _Part:
+    """PairingError when the two commits' kernels cannot be exported side by side."""
     settings = result.settings
     thresholds = {pair.label: settings.threshold_for(pair.head.kernel, PAIRED) for pair in pairs}
     session = PairedSession(repo, result.base, result.head, pairs, work_dir, device, thresholds,
@@ -140,56 +160,68 @@ def _run_paired(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Pat
         else:
             to_time.append(pair.label)
     if not settings.time_unchanged:
-        result.unchanged = {label: why for label, why in session.unchanged(compute_capability).items()
-                            if label in to_time}
+        result.unchanged.update({label: why for label, why in session.unchanged(compute_capability).items()
+                                 if label in to_time})
     to_time = [label for label in to_time if label not in result.unchanged]
     if resumed := session.resume(to_time):
         result.resumed = resumed.describe()
         print(f"sgemm gate: resuming: {result.resumed}", file=sys.stderr)
-    try:
-        outcome = run_looks(to_time, session.measure, _schedule(settings)) if to_time else None
-    except GateError as exc:
-        result.shared_gpu.append(str(exc))
-        outcome = None
-    result.shared_gpu += session.shared_gpu
-    result.failed.update(session.failed)
-    result.processes = session.processes
-    if outcome:
-        result.comparisons = list(outcome.comparisons.values())
-        result.rounds = outcome.rounds
+
+    def finish() -> None:
+        result.shared_gpu += session.shared_gpu
+        result.failed.update(session.failed)
+        result.processes += session.processes
+
+    return _Part(to_time, session.measure, finish)
 
 
-def _run_unpaired(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Path, device: int, gpu_check,
-                  asv_config: Path | None) -> None:
+def _unpaired_part(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Path, device: int, gpu_check,
+                   asv_config: Path | None) -> _Part:
     settings = result.settings
     controls = frozenset(pair.label for pair in pairs if pair.head.kernel in result.selection.controls)
     thresholds = {pair.label: settings.threshold_for(pair.head.kernel, UNPAIRED) for pair in pairs}
     session = UnpairedRounds(repo, result.base, result.head, pairs, result.machine, work_dir, thresholds,
                              settings.noise.get(UNPAIRED, {}), controls, settings.nvbench_args, asv_config)
 
-    def measure(labels: list[str], rounds: int):
+    def measure(labels: list[str], rounds: int) -> dict[str, Case]:
         gpu_check(device, settings.idle_timeout_s)
         measured = session.measure(labels, rounds)
         if session.outcome.shared_gpu:
             raise GateError("; ".join(session.outcome.shared_gpu))
         return measured
 
+    def finish() -> None:
+        result.problems += session.problems
+        result.failed.update({pair.label: why for pair, why in session.outcome.failed.items()})
+        result.not_compared.update({pair.label: why for pair, why in session.outcome.not_compared.items()})
+        libraries = {commit: versions for commit, versions in session.outcome.libraries.items() if versions}
+        if len(libraries) == 2 and libraries.get(result.base) != libraries.get(result.head):
+            result.environment.append(f"the library moved between the sides: "
+                                      f"{', '.join(sorted(libraries[result.base]))} at base, "
+                                      f"{', '.join(sorted(libraries[result.head]))} at head")
+        result.processes += 2 * max(session.done.values(), default=0)  # a process a commit and round
+
+    return _Part([pair.label for pair in pairs], measure, finish, controls)
+
+
+def _by_launch(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Path, device: int) \
+        -> tuple[list[Pair], list[Pair]]:
+    """Where the measuring code changed: the pairs to time paired and unpaired, each case's launch compared as each
+    side's own code makes it (sgemm.judging.launches); those that launch alike are SAME untimed."""
+    selection, settings = result.selection, result.settings
+    changed = selection.everything.removeprefix("shared code changed: ")
     try:
-        outcome = run_looks([pair.label for pair in pairs], measure, _schedule(settings), controls)
-    except GateError as exc:
-        result.shared_gpu.append(str(exc))
-        outcome = None
-    result.problems += session.problems
-    result.failed.update({pair.label: why for pair, why in session.outcome.failed.items()})
-    result.not_compared.update({pair.label: why for pair, why in session.outcome.not_compared.items()})
-    libraries = {commit: versions for commit, versions in session.outcome.libraries.items() if versions}
-    if len(libraries) == 2 and libraries.get(result.base) != libraries.get(result.head):
-        result.environment.append(f"the library moved between the sides: {', '.join(sorted(libraries[result.base]))}"
-                                  f" at base, {', '.join(sorted(libraries[result.head]))} at head")
-    if outcome:
-        result.comparisons = list(outcome.comparisons.values())
-        result.rounds = outcome.rounds
-        result.processes = 2 * outcome.rounds
+        sorting = probe_sides(repo, result.base, result.head, pairs, device, work_dir / "launches", changed,
+                              time_equal=settings.time_unchanged)
+    except LaunchCompareError as exc:
+        result.unpaired_because = f"{selection.everything}, and the launches could not be compared: {exc}"
+        return [], pairs
+    result.unchanged.update(sorting.untimed)
+    result.not_compared.update(sorting.not_compared)
+    result.unpaired_cases.update(sorting.unpaired)
+    result.launches_compared = len(pairs)
+    return ([pair for pair in pairs if pair.label in sorting.paired],
+            [pair for pair in pairs if pair.label in sorting.unpaired])
 
 
 def run_gate(repo: Path, base: str, head: str, selection: Selection, cases: list[SuiteCase], machine: str,
@@ -203,18 +235,50 @@ def run_gate(repo: Path, base: str, head: str, selection: Selection, cases: list
     if not pairs:
         return result
     work_dir.mkdir(parents=True, exist_ok=True)
-    if selection.everything:
-        result.unpaired_because = selection.everything
-    elif not settings.pairing:
+    if not settings.pairing:
         result.unpaired_because = "asked for (--unpaired)"
-    if not result.unpaired_because:
+        paired, unpaired = [], pairs
+    elif selection.everything:
+        paired, unpaired = _by_launch(result, repo, pairs, work_dir, device)
+    else:
+        paired, unpaired = pairs, []
+    parts = []
+    if paired:
         try:
-            _run_paired(result, repo, pairs, work_dir / "paired", device, gpu_check, compute_capability)
+            parts.append(_paired_part(result, repo, paired, work_dir / "paired", device, gpu_check,
+                                      compute_capability))
         except PairingError as exc:
             result.unpaired_because = f"the two commits' kernels cannot be built side by side: {exc}"
-            result = replace(result, unchanged={}, not_compared={}, failed={})
-    if result.unpaired_because:
-        result.method = UNPAIRED
-        _run_unpaired(result, repo, pairs, work_dir / "unpaired", device, gpu_check, asv_config)
+            unpaired = paired + unpaired
+    if unpaired:
+        parts.append(_unpaired_part(result, repo, unpaired, work_dir / "unpaired", device, gpu_check, asv_config))
+    timed_paired = len(parts) > bool(unpaired)
+    result.method = MIXED if timed_paired and unpaired else UNPAIRED if unpaired else PAIRED
+    _judge(result, parts)
     result.wall_s = time.monotonic() - started
     return result
+
+
+def _judge(result: GateResult, parts: list[_Part]) -> None:
+    """Every timed case, of whichever part, judged look by look as one family."""
+    labels = [label for part in parts for label in part.labels]
+    owner = {label: part for part in parts for label in part.labels}
+
+    def measure(wanted: list[str], rounds: int) -> dict[str, Case]:
+        found: dict[str, Case] = {}
+        for part in parts:
+            if mine := [label for label in wanted if owner[label] is part]:
+                found.update(part.measure(mine, rounds))
+        return found
+
+    try:
+        outcome = run_looks(labels, measure, _schedule(result.settings),
+                            frozenset().union(*(part.controls for part in parts))) if labels else None
+    except GateError as exc:
+        result.shared_gpu.append(str(exc))
+        outcome = None
+    for part in parts:
+        part.finish()
+    if outcome:
+        result.comparisons = list(outcome.comparisons.values())
+        result.rounds = outcome.rounds

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .gate import EXIT_PASS, EXIT_REGRESSION, EXIT_UNDECIDED, PAIRED, GateResult
+from .gate import EXIT_PASS, EXIT_REGRESSION, EXIT_UNDECIDED, GateResult
 from .verdict import FALSE_DISCOVERY_RATE, POWER, Comparison, Verdict
 
 _ORDER = {Verdict.REGRESSION: 0, Verdict.AMBIGUOUS: 1, Verdict.NOT_POWERED: 2, Verdict.IMPROVEMENT: 3,
@@ -47,6 +47,11 @@ def _median(values) -> float:
 
 def _measured(result: GateResult) -> str:
     selection = result.selection
+    if selection.everything and result.launches_compared:
+        return (f"every kernel ({selection.everything}); each case's launch described by base's and by head's own "
+                f"code: {_count(result.launches_compared, 'case')}, of which {len(result.unchanged)} launch as before "
+                f"(SAME untimed), {len(result.unpaired_cases)} changed so that only their own code can measure them "
+                f"(unpaired)")
     if selection.everything:
         return f"every kernel ({selection.everything})"
     if not selection.kernels:
@@ -57,15 +62,28 @@ def _measured(result: GateResult) -> str:
                                                           if controls else "")
 
 
+def _count(number: int, thing: str) -> str:
+    return f"{number} {thing}" + ("" if number == 1 else "s")
+
+
 def _method(result: GateResult) -> str:
     settings = result.settings
-    if result.method == PAIRED:
-        return (f"**paired**: each round one process holding the base and the head build of every case, timed in "
-                f"alternating blocks (L2 warm); {result.rounds} rounds in {result.processes} processes "
-                f"(at least {settings.rounds}, open cases more, up to {settings.max_rounds})")
-    return (f"**unpaired**, because {result.unpaired_because}: each commit measured by its own code, one asv process "
-            f"per commit and round; {result.rounds} rounds a side (at least {settings.rounds}, up to "
-            f"{settings.max_rounds}); a difference at the power cap is AMBIGUOUS, never a regression")
+    timed = result.comparisons
+    paired = sum(1 for c in timed if c.case.paired)
+    if not timed:
+        return "nothing timed"
+    ways = []
+    if paired:
+        ways.append(f"**paired** ({_count(paired, 'case')}): each round one process holding the base and the head "
+                    f"build of every case, timed in alternating blocks (L2 warm)")
+    if len(timed) > paired:
+        why = (f"because {result.unpaired_because}" if result.unpaired_because else
+               "because their launch changed (each case's reason below)")
+        ways.append(f"**unpaired** ({_count(len(timed) - paired, 'case')}), {why}: each commit measured by its own "
+                    f"code, one asv process per commit and round; a difference at the power cap is AMBIGUOUS, never "
+                    f"a regression")
+    return "; ".join(ways) + (f"; {result.rounds} rounds in {_count(result.processes, 'process')} (at least "
+                              f"{settings.rounds}, open cases more, up to {settings.max_rounds})")
 
 
 def markdown(result: GateResult, gpu_line: str) -> str:
@@ -74,7 +92,7 @@ def markdown(result: GateResult, gpu_line: str) -> str:
     verdicts = [c.verdict for c in judged]
     counts = ", ".join(f"{verdicts.count(v)} {v.value}" for v in Verdict if verdicts.count(v))
     if result.unchanged:
-        counts = (counts + ", " if counts else "") + f"{len(result.unchanged)} SAME untimed (one program)"
+        counts = (counts + ", " if counts else "") + f"{len(result.unchanged)} SAME untimed"
     headline = {EXIT_PASS: "PASS", EXIT_REGRESSION: "FAIL: a kernel got slower",
                 EXIT_UNDECIDED: "UNDECIDED: the gate could not tell"}[result.exit_status]
     thresholds = (f"{settings.threshold:.2%}" if settings.threshold is not None else
@@ -105,6 +123,7 @@ def markdown(result: GateResult, gpu_line: str) -> str:
     lines += [f"- **The GPU was not the gate's alone:** {message}" for message in result.shared_gpu]
     lines += [f"- **Could not decide:** {problem}" for problem in result.problems]
     lines += [f"- **Environment change** (not the code): {note}" for note in result.environment]
+    lines += [f"- Unpaired, {label}: {why}" for label, why in result.unpaired_cases.items()]
     controls = [c for c in result.comparisons if c.case.is_control]
     if controls:
         lines.append("- cuBLAS controls (context: how far the box moved between the sides' processes; no kernel is "

@@ -18,8 +18,8 @@ from conftest import LAUNCH_METHOD, seed_asv_virtualenv
 from sgemm.asvsuite import SuiteCase
 from sgemm.judging import paired_rounds
 from sgemm.judging.changes import Selection, select_kernels
-from sgemm.judging.gate import (EXIT_PASS, EXIT_REGRESSION, EXIT_UNDECIDED, PAIRED, UNPAIRED, GateError, GateResult,
-                                Settings, run_gate)
+from sgemm.judging.gate import (EXIT_PASS, EXIT_REGRESSION, EXIT_UNDECIDED, MIXED, PAIRED, UNPAIRED, GateError,
+                                GateResult, Settings, run_gate)
 from sgemm.judging.report import markdown
 from sgemm.judging.verdict import Verdict
 from sgemm.machine import write_machine_file
@@ -552,3 +552,160 @@ def test_the_default_threshold_follows_how_a_case_is_measured():
     assert settings.threshold_for("fp32/naive", UNPAIRED) == 0.02
     assert settings.threshold_for("fp16/mma_naive", PAIRED) == 0.01
     assert Settings(threshold=0.005).threshold_for("fp32/naive", UNPAIRED) == 0.005
+
+
+# --- The measuring code changed: each case's launch as each side's own code makes it -----------------------------
+
+# A stand-in for sgemm/judging/launch_probe.py (which needs a GPU): every case launches alike, unless
+# fake-launches.json changes a field of one case for one prober: "base" or "head" (that side's own code), or
+# "gate-base" / "gate-head" (the running package, on that side's kernels).
+FAKE_PROBE = """
+import hashlib, json, sys
+from pathlib import Path
+plan = json.load(open(sys.argv[1]))
+code, tree = Path(plan["code"]).resolve(), Path(plan["tree"]).resolve()
+prober = tree.name if code == tree else "gate-" + tree.name
+changes = json.loads((tree.parents[3] / "fake-launches.json").read_text()).get(prober, {})
+cases = {}
+for case in plan["cases"]:
+    launch = {"api": "cuLaunchKernelEx", "grid": [4, 4, 1], "block": [256, 1, 1], "shared_memory": 0,
+              "program": {"source_sha256": hashlib.sha256(case["kernel"].encode()).hexdigest()},
+              "arguments": [{"bytes": "00"}]}
+    launch.update(changes.get(case["label"], {}))
+    cases[case["label"]] = {"launches": [launch]}
+Path(sys.argv[2]).write_text(json.dumps({"sgemm": str(code), "cases": cases}))
+"""
+
+MEASURING_EDIT = {"sgemm/measuring/launch.py": ("TENSOR_MAP_BYTES = 128  # sizeof(CUtensorMap)",
+                                                "TENSOR_MAP_BYTES = 128  # sizeof(CUtensorMap), as the driver has it")}
+
+
+@pytest.fixture
+def probed_repo(kernel_repo, tmp_path, monkeypatch):
+    from sgemm.judging import launches
+
+    fake = tmp_path / "fake_probe.py"
+    fake.write_text(FAKE_PROBE)
+    monkeypatch.setattr(launches, "PROBE_COMMAND", (sys.executable, str(fake)))
+
+    def changed_launches(**by_prober):
+        (tmp_path / "fake-launches.json").write_text(json.dumps(by_prober))
+
+    changed_launches()
+    return (*kernel_repo, changed_launches)
+
+
+def measuring_gate(repo, base, head, tmp_path, kernels=("fp32/naive", "fp32/warptile", "fp32/cublas"), **settings):
+    (tmp_path / "fake-ratios.json").write_text(json.dumps({"ratios": settings.pop("ratios", {}), "failing": {}}))
+    selection = select_kernels(str(repo), base, head)
+    cases = [SuiteCase.square(name, 4096) for name in kernels]
+    return run_gate(repo, base, head, selection, cases, "gpu-box", tmp_path / "gate",
+                    Settings(**{"rounds": 3, "max_rounds": 6, **settings}), gpu_check=no_wait)
+
+
+def test_a_measuring_refactor_that_changes_no_launch_times_nothing_and_says_why(probed_repo, tmp_path):
+    repo, commit, _ = probed_repo
+    base = git(repo, "rev-parse", "HEAD")
+    head = commit("a comment in the launch code", MEASURING_EDIT)
+    result = measuring_gate(repo, base, head, tmp_path)
+    assert result.selection.everything and "sgemm/measuring/launch.py" in result.selection.everything
+    assert set(result.unchanged) == {"fp32/naive 4096x4096x4096", "fp32/warptile 4096x4096x4096",
+                                     "fp32/cublas 4096x4096x4096"}
+    assert not result.comparisons and result.processes == 0 and result.exit_status == EXIT_PASS
+    assert not (tmp_path / "gate" / "unpaired").exists() and not (tmp_path / "gate" / "paired").exists()
+    report = markdown(result, "H100")
+    assert "3 SAME untimed" in report and "nothing timed" in report
+    row = next(line for line in report.splitlines() if line.startswith("| fp32/naive"))
+    assert "the measuring code changed (sgemm/measuring/launch.py), the kernel's launch did not" in row
+    # Each side's code was exported whole, so that its own package described its launches.
+    assert (tmp_path / "gate" / "launches" / "code" / "head" / "sgemm" / "measuring" / "launch.py").read_text() \
+        .count("as the driver has it") == 1
+
+
+def test_a_changed_program_the_gate_launches_alike_is_paired_and_only_it_is_timed(probed_repo, tmp_path):
+    repo, commit, changed_launches = probed_repo
+    base = git(repo, "rev-parse", "HEAD")
+    head = commit("a spin in warptile, and a comment in the launch code", {**MEASURING_EDIT,
+                                                                           "kernels/fp32_warptile.cu": SPIN})
+    spun = {"fp32/warptile 4096x4096x4096": {"program": {"source_sha256": "warptile with a spin"}}}
+    changed_launches(head=spun, **{"gate-head": spun})
+    result = measuring_gate(repo, base, head, tmp_path, ratios={"fp32/warptile 4096x4096x4096": 1.004})
+    assert result.method == PAIRED and not result.unpaired_cases
+    assert verdicts(result) == {"fp32/warptile 4096x4096x4096": Verdict.REGRESSION}
+    assert set(result.unchanged) == {"fp32/naive 4096x4096x4096", "fp32/cublas 4096x4096x4096"}
+    assert result.exit_status == EXIT_REGRESSION
+
+
+class FakeUnpairedRounds:
+    """Stands in for asv continuous: every round of a case at 1 ms on both sides, 0.2% apart between processes."""
+
+    made: list = []
+
+    def __init__(self, repo, base, head, pairs, machine, work_dir, thresholds, noise, controls, nvbench_args,
+                 asv_config):
+        from sgemm.judging.unpaired_rounds import Outcome
+
+        self.pairs, self.thresholds, self.controls = {p.label: p for p in pairs}, thresholds, controls
+        self.done, self.outcome, self.problems = {}, Outcome(), []
+        FakeUnpairedRounds.made.append(sorted(self.pairs))
+
+    def measure(self, labels, rounds):
+        import random
+
+        from sgemm.judging.verdict import Case, Rounds
+
+        def side():
+            return Rounds(tuple(1e-3 * (1 + 0.002 * random.gauss(0, 1)) for _ in range(rounds)), (1980.0,) * rounds)
+
+        for label in labels:
+            self.done[label] = rounds
+        return {label: Case(label, self.pairs[label].head.kernel, self.thresholds[label], before=side(),
+                            after=side()) for label in labels}
+
+
+def test_a_launch_the_gate_cannot_reproduce_is_the_only_case_measured_unpaired(probed_repo, tmp_path, monkeypatch):
+    from sgemm.judging import gate
+
+    repo, commit, changed_launches = probed_repo
+    base = git(repo, "rev-parse", "HEAD")
+    head = commit("warptile's grid in the launch code", MEASURING_EDIT)
+    changed_launches(head={"fp32/warptile 4096x4096x4096": {"grid": [2, 4, 1]}})
+    FakeUnpairedRounds.made = []
+    monkeypatch.setattr(gate, "UnpairedRounds", FakeUnpairedRounds)
+    result = measuring_gate(repo, base, head, tmp_path)
+    assert FakeUnpairedRounds.made == [["fp32/warptile 4096x4096x4096"]]
+    assert result.method == UNPAIRED and not result.unpaired_because
+    why = result.unpaired_cases["fp32/warptile 4096x4096x4096"]
+    assert "grid[0]: 4 → 2" in why and "does not launch head's build as head's own code does" in why
+    assert set(result.unchanged) == {"fp32/naive 4096x4096x4096", "fp32/cublas 4096x4096x4096"}
+    assert "Unpaired, fp32/warptile 4096x4096x4096: its launch changed" in markdown(result, "H100")
+
+
+def test_paired_and_unpaired_cases_are_judged_as_one_gate(probed_repo, tmp_path, monkeypatch):
+    from sgemm.judging import gate
+
+    repo, commit, changed_launches = probed_repo
+    base = git(repo, "rev-parse", "HEAD")
+    head = commit("a spin in warptile; naive's block in the launch code", {**MEASURING_EDIT,
+                                                                           "kernels/fp32_warptile.cu": SPIN})
+    spun = {"fp32/warptile 4096x4096x4096": {"program": {"source_sha256": "warptile with a spin"}}}
+    changed_launches(head={**spun, "fp32/naive 4096x4096x4096": {"block": [128, 1, 1]}}, **{"gate-head": spun})
+    monkeypatch.setattr(gate, "UnpairedRounds", FakeUnpairedRounds)
+    result = measuring_gate(repo, base, head, tmp_path)
+    assert result.method == MIXED
+    assert {c.label: bool(c.case.paired) for c in result.comparisons} == {
+        "fp32/warptile 4096x4096x4096": True, "fp32/naive 4096x4096x4096": False}
+    assert "**paired** (1 case)" in markdown(result, "H100") and "**unpaired** (1 case)" in markdown(result, "H100")
+
+
+def test_launches_that_cannot_be_compared_send_every_case_unpaired_saying_why(probed_repo, tmp_path, monkeypatch):
+    from sgemm.judging import gate, launches
+
+    repo, commit, _ = probed_repo
+    base = git(repo, "rev-parse", "HEAD")
+    head = commit("a comment in the launch code", MEASURING_EDIT)
+    monkeypatch.setattr(launches, "PROBE_COMMAND", (sys.executable, "-c", "import sys; sys.exit(3)"))
+    monkeypatch.setattr(gate, "UnpairedRounds", FakeUnpairedRounds)
+    result = measuring_gate(repo, base, head, tmp_path)
+    assert result.method == UNPAIRED and "the launches could not be compared" in result.unpaired_because
+    assert not result.unchanged and len(result.comparisons) == 3
