@@ -89,18 +89,28 @@ def run_probe(code: Path, tree: Path, cases: list[dict], device: int, where: Pat
     return found["cases"]
 
 
-def difference(before: object, after: object, at: str = "") -> str:
-    """The first place two descriptions differ, named by its path, with both values when they are short."""
+def first_difference(before: object, after: object, at: str = "") -> tuple[str, object, object]:
+    """Where two descriptions first differ: the path of the field, and its two values."""
     if isinstance(before, dict) and isinstance(after, dict):
         for key in list(before) + [key for key in after if key not in before]:
             if before.get(key) != after.get(key):
-                return difference(before.get(key), after.get(key), f"{at}.{key}" if at else str(key))
+                return first_difference(before.get(key), after.get(key), f"{at}.{key}" if at else str(key))
     elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         for index, (one, other) in enumerate(zip(before, after)):
             if one != other:
-                return difference(one, other, f"{at}[{index}]")
-    shown = f"{json.dumps(before)} → {json.dumps(after)}"
-    return f"{at or 'the launch'}: {shown}" if len(shown) <= 120 else f"{at or 'the launch'} differs"
+                return first_difference(one, other, f"{at}[{index}]")
+    return at or "the launch", before, after
+
+
+def _shown(value: object) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else "…"
+
+
+def difference(before: object, after: object) -> str:
+    """The first place two descriptions differ, named by its path, with both values when they are short."""
+    where, one, other = first_difference(before, after)
+    return f"{where}: {_shown(one)} → {_shown(other)}"
 
 
 def _unreadable(description: dict) -> str | None:
@@ -150,9 +160,13 @@ def sort_cases(pairs: list[Pair], base: dict[str, dict], head: dict[str, dict], 
             sorting.paired.append(label)
             continue
         side, theirs, own = ("base", before, ours[0]) if ours[0] != before else ("head", after, ours[1])
-        why = _unreadable(own) or difference(theirs, own)
-        sorting.unpaired[label] = (f"its launch changed ({difference(before, after)}), and the gate's code does not "
-                                   f"launch {side}'s build as {side}'s own code does ({why})")
+        if why := _unreadable(own):
+            otherwise = f"the gate's code could not launch it: {why}"
+        else:
+            where, one, other = first_difference(theirs, own)
+            otherwise = f"{where}: {_shown(one)} by {side}'s own code, {_shown(other)} by the gate's"
+        sorting.unpaired[label] = (f"its launch changed ({difference(before, after)}), and the gate's code launches "
+                                   f"{side}'s build otherwise ({otherwise})")
     return sorting
 
 

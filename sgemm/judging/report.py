@@ -62,8 +62,8 @@ def _measured(result: GateResult) -> str:
                                                           if controls else "")
 
 
-def _count(number: int, thing: str) -> str:
-    return f"{number} {thing}" + ("" if number == 1 else "s")
+def _count(number: int, thing: str, things: str = "") -> str:
+    return f"{number} {thing if number == 1 else things or thing + 's'}"
 
 
 def _method(result: GateResult) -> str:
@@ -82,7 +82,7 @@ def _method(result: GateResult) -> str:
         ways.append(f"**unpaired** ({_count(len(timed) - paired, 'case')}), {why}: each commit measured by its own "
                     f"code, one asv process per commit and round; a difference at the power cap is AMBIGUOUS, never "
                     f"a regression")
-    return "; ".join(ways) + (f"; {result.rounds} rounds in {_count(result.processes, 'process')} (at least "
+    return "; ".join(ways) + (f"; {result.rounds} rounds in {_count(result.processes, 'process', 'processes')} (at least "
                               f"{settings.rounds}, open cases more, up to {settings.max_rounds})")
 
 

@@ -676,7 +676,8 @@ def test_a_launch_the_gate_cannot_reproduce_is_the_only_case_measured_unpaired(p
     assert FakeUnpairedRounds.made == [["fp32/warptile 4096x4096x4096"]]
     assert result.method == UNPAIRED and not result.unpaired_because
     why = result.unpaired_cases["fp32/warptile 4096x4096x4096"]
-    assert "grid[0]: 4 → 2" in why and "does not launch head's build as head's own code does" in why
+    assert "grid[0]: 4 → 2" in why and "the gate's code launches head's build otherwise (launches[0].grid[0]: 2 by " \
+        "head's own code, 4 by the gate's)" in why
     assert set(result.unchanged) == {"fp32/naive 4096x4096x4096", "fp32/cublas 4096x4096x4096"}
     assert "Unpaired, fp32/warptile 4096x4096x4096: its launch changed" in markdown(result, "H100")
 
