@@ -110,7 +110,7 @@ class _MeasuredCase:
     track_throttled.unit = "ms"
 
     # One figure per round: asv appends each round's samples, so the rounds stay apart in the results and a verdict
-    # can rest on the spread between processes, where the noise that matters lives (sgemm.judging.verdict).
+    # can rest on the spread between processes, where the noise that matters lives (sgemm.gate.verdict).
     def track_round_time(self, run_dir, *params):
         """The round's median time."""
         return {"samples": [median(self.figures("round_time").samples_s)], "number": 1}

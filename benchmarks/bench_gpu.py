@@ -2,7 +2,7 @@
 (a GPU's peak rate, for "% of peak" in the cross-GPU report), and what the box measured with: the driver, the CUDA
 version it supports and cuBLAS's version. They sit in the results beside the rates, so a report made anywhere, from
 merged results, reads them from there rather than from the box that makes it; and a step in a history that comes
-with a new driver or cuBLAS is named as the environment's (sgemm.judging.notices).
+with a new driver or cuBLAS is named as the environment's (sgemm.watch.notices).
 """
 
 import math

@@ -6,7 +6,7 @@ rather than in sgemm.measuring. ImportError when the commit has neither (or cann
 why).
 
 Each module is imported by name, in an `import` statement of its own rather than through importlib: the gate finds
-the code that measurement depends on by following these statements (sgemm.judging.changes).
+the code that measurement depends on by following these statements (sgemm.gate.changes).
 """
 
 

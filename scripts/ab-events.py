@@ -33,7 +33,7 @@ from statistics import median, stdev
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sgemm.commands.args import integer_at_least  # noqa: E402
-from sgemm.judging.verdict import Effect  # noqa: E402
+from sgemm.rounds.evidence import Effect
 
 WARMUP_S = 1.0
 QUEUED = 10

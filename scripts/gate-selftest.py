@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sgemm import sourcetree  # noqa: E402
-from sgemm.judging.verdict import Effect  # noqa: E402
+from sgemm.rounds.evidence import Effect
 
 # Cycles of spin per tile in the TMA-store epilogue: ~140k cycles a tile of 128 x 256 x 8192 at the power cap's clock.
 SPIN_G = 800
@@ -181,7 +181,7 @@ while time.monotonic() < end:
 
 
 def machine(clone: Path) -> str:
-    return subprocess.run([sys.executable, "-c", "from sgemm.machine import detect_identity, machine_name; "
+    return subprocess.run([sys.executable, "-c", "from sgemm.results.machine import detect_identity, machine_name; "
                            "print(machine_name(detect_identity()))"], cwd=clone, capture_output=True, text=True,
                           check=True).stdout.strip()
 

@@ -19,7 +19,7 @@ if [ "${GPU_TESTS:-1}" != 0 ]; then
     step python3 -m pytest -q -m gpu tests 2>&1 | tee "$out/pytest-gpu.txt" || status=1
 fi
 if python3 -c 'import asv' 2>/dev/null; then
-    machine=$(python3 -c 'from sgemm.machine import detect_identity, machine_name; print(machine_name(detect_identity()))')
+    machine=$(python3 -c 'from sgemm.results.machine import detect_identity, machine_name; print(machine_name(detect_identity()))')
     step python3 -m sgemm machine || status=1
     bench=()
     if [ -n "${ASV_BENCH:-}" ]; then
@@ -28,12 +28,12 @@ if python3 -c 'import asv' 2>/dev/null; then
         # As `sgemm history` runs it: its benchmarks named to asv (every track of each case, the GPU's facts and the
         # resource suite; no process for the crosses that are no case), every case measured in one process, and
         # each also against its build at the catalogue's [suite] reference.
-        while read -r pattern; do bench+=(--bench "$pattern"); done < <(python3 -c 'import pathlib, sgemm.history as h
+        while read -r pattern; do bench+=(--bench "$pattern"); done < <(python3 -c 'import pathlib, sgemm.history.run as h
 print("\n".join(h.case_patterns(h.suite_cases(pathlib.Path("."))) + h.other_patterns(pathlib.Path("."))))')
         export SGEMM_RUN_CASES SGEMM_REFERENCE_TREE
-        SGEMM_RUN_CASES=$(python3 -c 'import json, pathlib, sgemm.history as h
+        SGEMM_RUN_CASES=$(python3 -c 'import json, pathlib, sgemm.history.run as h
 print(json.dumps([[c.kernel, *c.shape] for c in h.suite_cases(pathlib.Path("."))]))')
-        SGEMM_REFERENCE_TREE=$(python3 -c 'import pathlib, sgemm.history as h
+        SGEMM_REFERENCE_TREE=$(python3 -c 'import pathlib, sgemm.history.run as h
 print(h.reference_tree(pathlib.Path("."), pathlib.Path(".asv/history")) or "")')
     fi
     SECONDS=0

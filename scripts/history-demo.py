@@ -50,7 +50,7 @@ slowed, first bad at that commit. asv lists a step only when it exceeds `regress
 the demo publishes with --threshold (2% for warptile's time, 0.5% for a paired ratio) on the judged track and with
 regression detection off for every other track (a higher SM clock, or a clock-driven time at the power cap, is no
 regression of the code): both set in the scratch clone's asv.conf.json, never in this repository's. The notices
-need no setting: the detector scales its threshold from each series' own noise (sgemm/judging/steps.py).
+need no setting: the detector scales its threshold from each series' own noise (sgemm/watch/steps.py).
 
 Exit status: 0 the checks passed; 1 one failed, or a benchmark, a confirmation or the site failed; 2 the demo could
 not start (no GPU, no asv, a kernel file this script does not know how to edit, a malformed archive).
@@ -78,7 +78,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sgemm import asvsuite  # noqa: E402
+from sgemm.results import asvsuite
 
 ARCHIVE = "history-demo.tar.gz"
 BUNDLE, METADATA, RESULTS, NOTICES = "demo.bundle", "demo.json", "results", "notices.json"
@@ -549,7 +549,7 @@ except Exception:  # the driver's version only labels the figures
 DETECT = """import json, sys
 from pathlib import Path
 from sgemm.catalogue import load_catalogue
-from sgemm.judging.notices import notices_document, watch
+from sgemm.watch.notices import notices_document, watch
 print(json.dumps(notices_document(watch(Path(sys.argv[1]), Path("."), load_catalogue()))))
 """
 
@@ -602,7 +602,7 @@ def cmd_run(args) -> int:
     made = in_clone(clone, "-m", "sgemm", "machine", env=env)
     if made.returncode != 0:
         raise DemoError(f"sgemm machine exited {made.returncode}: {made.stderr.strip()}")
-    machine = in_clone(clone, "-c", "from sgemm.machine import detect_identity, machine_name; "
+    machine = in_clone(clone, "-c", "from sgemm.results.machine import detect_identity, machine_name; "
                        "print(machine_name(detect_identity()))", env=env).stdout.strip()
     if earlier and (earlier.machine, earlier.gpu) != (machine, gpu):
         raise DemoError(f"{out / ARCHIVE} was measured on {earlier.gpu} ({earlier.machine}), and this is {gpu} "
@@ -633,7 +633,7 @@ def cmd_run(args) -> int:
 
 def measuring_environment(clone: Path, scenario: Scenario) -> dict[str, str]:
     """Every case of a commit measured in one process; for a paired scenario, against the base's build."""
-    from sgemm.history import reference_tree
+    from sgemm.history.run import reference_tree
     from sgemm.measuring.record import CASES_VARIABLE, REFERENCE_VARIABLE
 
     env = {CASES_VARIABLE: json.dumps([[name, size, size, size] for name, size in scenario.cases])}
@@ -803,7 +803,7 @@ def screenshots(site: Path, demo: Demo, folder: Path) -> tuple[list[Path], str, 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import site_screenshot
 
-    from sgemm.publishing.regressions import PAGE_DIR
+    from sgemm.watch.page import PAGE_DIR
 
     index = json.loads((site / "index.json").read_text())
     shots = [folder / "regressions.png", folder / "notices.png"]

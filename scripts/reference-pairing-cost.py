@@ -28,18 +28,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sgemm import history  # noqa: E402
 from sgemm.catalogue import get_kernel  # noqa: E402
+from sgemm.history import run
 from sgemm.measuring.paired import PairedSettings  # noqa: E402
-from sgemm.measuring.record import (REFERENCE_SETTINGS, Case, NoGpuError, device_info,  # noqa: E402
-                                    prepare_reference_builds, time_against_reference)
+from sgemm.measuring.record import (  # noqa: E402
+    REFERENCE_SETTINGS,
+    MeasuredCase,
+    NoGpuError,
+    device_info,
+    prepare_reference_builds,
+    time_against_reference,
+)
 
 SETTINGS = ("block_s", "warmup_s", "max_warmup_s", "min_pairs", "min_s", "max_s")
 
 
-def sampled_cases(repo: Path, every: int) -> tuple[list[Case], int]:
+def sampled_cases(repo: Path, every: int) -> tuple[list[MeasuredCase], int]:
     """Every `every`-th compiled case of the suite, in its order, and how many compiled cases there are."""
-    compiled = [case for case in (Case(get_kernel(c.kernel), *c.shape) for c in history.suite_cases(repo))
+    compiled = [case for case in (MeasuredCase(get_kernel(c.kernel), *c.shape) for c in run.suite_cases(repo))
                 if not case.kernel.library]
     return compiled[::every], len(compiled)
 
@@ -78,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = settings_from(args)
     try:
         gpu = device_info()
-        tree = history.reference_tree(ROOT, ROOT / ".asv" / "history")
-    except (NoGpuError, history.HistoryError) as exc:
+        tree = run.reference_tree(ROOT, ROOT / ".asv" / "history")
+    except (NoGpuError, run.HistoryError) as exc:
         print(f"reference-pairing-cost: {exc}", file=sys.stderr)
         return 2
     if tree is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sgemm import asvsuite  # noqa: E402
+from sgemm.results import asvsuite
 
 
 def medians(results_dir: Path) -> dict[str, float]:

@@ -2,7 +2,7 @@
 """A paired gate judged again from the rounds it recorded, under another noise file: what the gate would have said.
 
 Each WORK is a paired gate's work folder (`sgemm gate --work`); its rounds/round-N.jsonl hold one paired ratio per
-case a round. The replay runs the gate's own looks (sgemm.judging.looks) over those ratios, a look taking a case's
+case a round. The replay runs the gate's own looks (sgemm.gate.looks) over those ratios, a look taking a case's
 first rounds as the gate does, with --noise as the noise file (none: each case judged on its rounds alone). A look
 that asks a case for more rounds than the gate recorded leaves it out and says so.
 
@@ -25,10 +25,12 @@ from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sgemm.judging.gate import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS, PAIRED_THRESHOLD  # noqa: E402
-from sgemm.judging.looks import Schedule, run_looks  # noqa: E402
-from sgemm.judging.noise import NoiseFileError, learn_paired, read, round_files, round_ratios  # noqa: E402
-from sgemm.judging.verdict import Case, Noise, PairedRounds, Verdict  # noqa: E402
+from sgemm.gate.looks import Schedule, run_looks
+from sgemm.gate.noise import NoiseFileError, learn_paired, read, round_files, round_ratios
+from sgemm.gate.run import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
+from sgemm.gate.verdict import Verdict
+from sgemm.rounds.evidence import Case, Noise, PairedRounds
+from sgemm.rounds.session import PAIRED_THRESHOLD
 
 
 def recorded_ratios(work: Path) -> dict[str, list[float]]:

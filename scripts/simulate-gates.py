@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Simulated gates through the gate's own looks and verdicts (sgemm.judging.looks, sgemm.judging.verdict): how often
+"""Simulated gates through the gate's own looks and verdicts (sgemm.gate.looks, sgemm.gate.verdict): how often
 an A/A gate raises a false alarm, how often a real change is found, and how many rounds it takes.
 
 Each gate has --cases cases measured paired. A case's round ratio scatters lognormally around its true ratio by its
@@ -27,8 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sgemm.judging.looks import Schedule, run_looks  # noqa: E402
-from sgemm.judging.verdict import Case, Noise, PairedRounds, Rounds, Verdict  # noqa: E402
+from sgemm.gate.looks import Schedule, run_looks
+from sgemm.gate.verdict import Verdict
+from sgemm.rounds.evidence import Case, Noise, PairedRounds, Rounds
 
 
 def simulate_gate(rng: random.Random, args, measured_sds: list[float]) -> dict:

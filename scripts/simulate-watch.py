@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The history's change-point detector (sgemm.judging.steps) on simulated series: its false alarms on A/A series
+"""The history's change-point detector (sgemm.watch.steps) on simulated series: its false alarms on A/A series
 and how often it finds a step of 1% and 2%, at the noise the gate measured.
 
 Each series is one figure a commit for `--commits` commits: 1, times a step at `--step-at` (none for A/A), times
@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sgemm.judging.steps import find_steps
+from sgemm.watch.steps import find_steps
 
 NOISE_LEVELS = (0.0005, 0.001, 0.002, 0.005, 0.008)
 SHAPES = ("normal", "t3")

@@ -8,8 +8,8 @@ import sys
 import warnings
 
 from .catalogue import CatalogueError, UnknownKernelError
-from .commands import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, bisect, gate, history, kernels, machine, publish
-from .commands.args import device as _device, parse_shape  # noqa: F401 (parse_shape: `sgemm.cli.parse_shape`)
+from .commands import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, bisect, gate, history, kernels, machine, site
+from .commands.args import device as _device
 from .measuring.record import NoGpuError
 
 # Options whose value may start with '-': argparse reads "-3x4x5" or "-1e-3" as an option of its own, and says only
@@ -17,8 +17,8 @@ from .measuring.record import NoGpuError
 SIGNED_VALUE_OPTIONS = ("--shape", "--size", "--alpha", "--beta", "--device", "--rounds", "--max-rounds",
                         "--threshold", "--budget-s", "--max-builds", "--confidence")
 # Each command's arguments, in the order `sgemm --help` lists them.
-COMMANDS = (kernels.add_list, kernels.add_check, kernels.add_bench, publish.add_report, publish.add_merge,
-            gate.add_gate, history.add_history, publish.add_publish, gate.add_noise, machine.add_machine,
+COMMANDS = (kernels.add_list, kernels.add_check, kernels.add_bench, site.add_report, site.add_merge,
+            gate.add_gate, history.add_history, site.add_publish, gate.add_noise, machine.add_machine,
             bisect.add_bisect, bisect.add_confirm)
 
 
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_OK if exc.code is None else EXIT_BAD_INPUT
     args.argv = given
     warnings.showwarning = _show_warning
-    from .machine import MachineFileError
+    from .results.machine import MachineFileError
 
     try:
         return args.handler(args)

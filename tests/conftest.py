@@ -123,8 +123,8 @@ def project_repo(tmp_path, monkeypatch) -> Path:
 def npm_cache(request, tmp_path_factory):
     """A folder holding the tarball of every package the site needs: $SGEMM_NPM_CACHE if set (for machines
     without internet), else one kept in pytest's cache, filled from the npm registry the first time."""
-    from sgemm.publishing import site
-    from sgemm.publishing.site import SiteError
+    from sgemm.site import vendor
+    from sgemm.site.vendor import SiteError
 
     if os.environ.get("SGEMM_NPM_CACHE"):
         folder = Path(os.environ["SGEMM_NPM_CACHE"])
@@ -133,7 +133,7 @@ def npm_cache(request, tmp_path_factory):
     else:
         folder = tmp_path_factory.mktemp("npm-tarballs")
     try:
-        site.fill_cache(folder, timeout=30)
+        vendor.fill_cache(folder, timeout=30)
     except SiteError as exc:
         reason = f"the npm tarballs are neither in {folder} nor downloadable: {exc}"
         if os.environ.get("SGEMM_REQUIRE_CHROMIUM") == "1":  # where the site's tests must run, as in test_site.py
@@ -195,7 +195,7 @@ class Gpu:
 
 @dataclass(frozen=True)
 class SyntheticBox:
-    """One GPU box: its asv machine entry (written with sgemm.machine) and what its run of the suite measures."""
+    """One GPU box: its asv machine entry (sgemm.results.machine wrote it) and what its run of the suite measures."""
 
     machine: str
     gpu: str
@@ -263,7 +263,7 @@ class GpuResultsTree:
 
     def run(self, box: SyntheticBox, bench: str | None = None) -> None:
         """A real `asv run` of the committed suite on `box` (of the benchmarks matching `bench` alone, if given)."""
-        from sgemm.machine import write_machine_file
+        from sgemm.results.machine import write_machine_file
 
         write_machine_file(box.entry(), self.home / ".asv-machine.json")
         self.sh(sys.executable, "-m", "asv", "run", "--python=same", "--machine", box.machine, "--record-samples",
@@ -368,7 +368,7 @@ def write_asv_run(results_dir: Path, machine: str, commit: str, date_ms: int,
     from asv.results import Results
     from asv.runner import BenchmarkResult
 
-    from sgemm import asvsuite
+    from sgemm.results import asvsuite
 
     (results_dir / machine).mkdir(parents=True, exist_ok=True)
     (results_dir / machine / "machine.json").write_text(json.dumps({"machine": machine, "version": 1}))

@@ -564,8 +564,8 @@ CONSUMERS = """
 import json
 from benchmarks import bench_gemm
 from sgemm import catalogue, sourcetree
-from sgemm.asvsuite import cases_for
-from sgemm.publishing.report import seed_kernels
+from sgemm.results.asvsuite import cases_for
+from sgemm.site.ladders import seed_kernels
 from sgemm.measuring.resources import launch_geometry, usage_table
 
 kernels = catalogue.load_catalogue()
@@ -582,7 +582,7 @@ print(json.dumps({
 
 
 def test_a_kernel_is_one_source_file_and_one_catalogue_entry(tmp_path, monkeypatch):
-    from sgemm.judging.changes import select_kernels
+    from sgemm.gate.changes import select_kernels
 
     root = Path(__file__).resolve().parents[1]
     for name, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@t"), ("GIT_COMMITTER_NAME", "t"),

@@ -7,6 +7,7 @@ import pytest
 
 from sgemm import cli
 from sgemm.catalogue import load_catalogue
+from sgemm.commands.args import parse_shape
 
 
 def run(*args, env=None):
@@ -62,7 +63,7 @@ def test_a_bad_shape_is_refused_by_the_parser(text):
 
 
 def test_shapes_parse():
-    assert cli.parse_shape("1000x1028X516") == (1000, 1028, 516)
+    assert parse_shape("1000x1028X516") == (1000, 1028, 516)
 
 
 @pytest.mark.no_gpu

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sgemm import history
 from sgemm.gpu import Gpu
+from sgemm.history import run
 from sgemm.measuring import record, telemetry
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "reference-pairing-cost.py"
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_it_samples_every_nth_compiled_case_in_the_suite_s_order():
-    every_case = [case.kernel for case in history.suite_cases(ROOT)]
+    every_case = [case.kernel for case in run.suite_cases(ROOT)]
     sampled, compiled = cost.sampled_cases(ROOT, 3)
     assert compiled == len([name for name in every_case if not name.endswith("/cublas")])
     assert len(sampled) == -(-compiled // 3)
@@ -61,7 +61,7 @@ def test_without_a_gpu_it_says_so(monkeypatch, capsys):
 
 def test_each_case_is_written_as_it_is_paired_and_the_rate_is_said(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cost, "device_info", lambda device=0: Gpu("NVIDIA H100 80GB HBM3", 90, 132))
-    monkeypatch.setattr(cost.history, "reference_tree", lambda repo, work: tmp_path)
+    monkeypatch.setattr(cost.run, "reference_tree", lambda repo, work: tmp_path)
     monkeypatch.setattr(cost, "prepare_reference_builds",
                         lambda cases, tree: ("c" * 40, {case.id: case.kernel for case in cases}))
     monkeypatch.setattr(telemetry.CardReadings, "of", staticmethod(lambda device: None))

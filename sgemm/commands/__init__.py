@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# Exit statuses of every command but the gate (which has its own, in sgemm.judging.gate).
+# Exit statuses of every command but the gate (which has its own, in sgemm.gate.run).
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 

@@ -7,7 +7,7 @@ import argparse
 import math
 import os
 
-from ..judging.verdict import MIN_ROUNDS
+from ..rounds.evidence import MIN_ROUNDS
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -63,7 +63,7 @@ def finite(text: str) -> float:
 
 
 def machine_name(text: str) -> str:
-    from ..machine import check_machine_name
+    from ..results.machine import check_machine_name
 
     try:
         return check_machine_name(text)

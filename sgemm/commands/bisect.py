@@ -1,5 +1,5 @@
 """`sgemm bisect` and `sgemm confirm`: the first commit of a step, and a second measurement of a step's two sides,
-each commit timed paired against the good end in one process (sgemm.judging.bisect_command does the work)."""
+each commit timed paired against the good end in one process (sgemm.bisect.requests does the work)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..judging.bisect import BisectError, Limits
-from ..judging.bisect_command import (
-    Ask,
-    BisectRequest,
-    ConfirmRequest,
-    InputError,
-    bisect,
-    confirm_all,
-)
-from ..judging.compare import DEFAULT_CONFIDENCE, DEFAULT_MAX_ROUNDS, Schedule, Stopped
-from ..judging.gate import PAIRED_THRESHOLD
-from ..judging.verdict import MIN_ROUNDS
+from ..bisect.compare import DEFAULT_CONFIDENCE, DEFAULT_MAX_ROUNDS, CompareSchedule, Stopped
+from ..bisect.requests import Ask, BisectRequest, ConfirmRequest, InputError, bisect, confirm_all
+from ..bisect.search import BisectError, Limits
+from ..rounds.evidence import MIN_ROUNDS
+from ..rounds.session import PAIRED_THRESHOLD
 from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from . import args as types
 
@@ -87,8 +80,8 @@ def _ask(args) -> Ask:
                Path(args.notices) if args.notices else None)
 
 
-def _schedule(args) -> Schedule:
-    return Schedule(MIN_ROUNDS, args.max_rounds, args.confidence)
+def _schedule(args) -> CompareSchedule:
+    return CompareSchedule(MIN_ROUNDS, args.max_rounds, args.confidence)
 
 
 def cmd_bisect(args) -> int:

@@ -6,9 +6,10 @@ import sys
 from pathlib import Path
 
 from ..catalogue import CatalogueError, UnknownKernelError
-from ..judging.gate import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
-from ..judging.verdict import MIN_ROUNDS
-from . import EXIT_BAD_INPUT, EXIT_OK, args as types, writable_file_problem
+from ..gate.run import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
+from ..rounds.evidence import MIN_ROUNDS
+from . import EXIT_BAD_INPUT, EXIT_OK, writable_file_problem
+from . import args as types
 
 
 def add_gate(add) -> None:
@@ -62,8 +63,8 @@ def add_noise(add) -> None:
 
 
 def cmd_gate(args) -> int:
-    from ..judging.command import Request, gate, input_problem
-    from ..judging.gate import EXIT_UNDECIDED, GateError, Settings
+    from ..gate.plan import Request, gate, input_problem
+    from ..gate.run import EXIT_UNDECIDED, GateError, Settings
 
     problem = input_problem(args.repo, args.kernel, args.size, args.threshold_for, args.rounds, args.max_rounds,
                             args.noise, args.work, args.machine)
@@ -88,7 +89,7 @@ def cmd_gate(args) -> int:
 
 
 def cmd_noise(args) -> int:
-    from ..judging.noise import NoiseFileError, default_path, learn_from, write
+    from ..gate.noise import NoiseFileError, default_path, learn_from, write
 
     out = Path(args.out) if args.out else default_path(Path(args.repo), args.machine)
     if args.out and (problem := writable_file_problem("--out", args.out)):

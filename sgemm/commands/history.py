@@ -1,4 +1,4 @@
-"""`sgemm history`: this box's asv history brought up to date (sgemm.history), then the site built (sgemm publish)."""
+"""`sgemm history`: this box's asv history brought up to date (sgemm.history.run), then the site built."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 
 from ..measuring.record import NoGpuError, device_info
-from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, args as types
-from .publish import cmd_publish
+from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, made_from_results
+from . import args as types
+from .site import publish
 
 
 def add_history(add) -> None:
@@ -31,15 +32,12 @@ def add_history(add) -> None:
     history.add_argument("--no-site", action="store_true", help="measure only (the site is built elsewhere, e.g. "
                          "from the results of several boxes)")
     history.add_argument("--dry-run", action="store_true", help="say what would be measured; measure nothing")
-    # The publish after the measuring reads sgemm publish's arguments: those the history does not take, at their
-    # defaults (no --commit-url: the notices link no commit page), or the publish fails after all the measuring.
-    history.set_defaults(size=None, commit_url=None)
 
 
 def cmd_history(args) -> int:
-    from ..history import HistoryError, box_shards, check_catalogue, check_places, plan, run, run_sharded, summary
-    from ..machine import detect_identity, machine_entry, machine_name, write_machine_file
-    from ..publishing.publish import PublishError, check_site_places
+    from ..history.run import HistoryError, box_shards, check_catalogue, check_places, plan, run, run_sharded, summary
+    from ..results.machine import detect_identity, machine_entry, machine_name, write_machine_file
+    from ..site.publish import PublishError, check_site_places
 
     repo = Path(args.repo).resolve()
     if not (repo / "asv.conf.json").is_file():
@@ -88,5 +86,6 @@ def cmd_history(args) -> int:
         return EXIT_FAILED if measured else EXIT_OK
     if measured != 0:
         print(f"sgemm history: asv run exited {measured}; publishing what was recorded", file=sys.stderr)
-    published = cmd_publish(args)
+    published = publish(repo, results, Path(args.html), made_from_results(args), npm_cache=Path(args.npm_cache)
+                        if args.npm_cache else None, command="sgemm history")
     return published or (EXIT_FAILED if measured else EXIT_OK)

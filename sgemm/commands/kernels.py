@@ -8,9 +8,10 @@ import sys
 import time
 
 from .. import catalogue
-from ..machine import with_nvml
-from ..measuring.record import Case, check_cases, device_info, select_cases
-from . import EXIT_BAD_INPUT, args as types, print_table, writable_file_problem
+from ..measuring.record import MeasuredCase, check_cases, device_info, select_cases
+from ..results.machine import with_nvml
+from . import EXIT_BAD_INPUT, print_table, writable_file_problem
+from . import args as types
 
 DEFAULT_CHECK_SHAPES = ("1024x1024x1024", "1000x1028x516")
 
@@ -69,7 +70,7 @@ def cmd_check(args) -> int:
     shapes = args.shape or [types.parse_shape(s) for s in DEFAULT_CHECK_SHAPES]
     runnable, skipped = select_cases(kernels, shapes, device_info(args.device))  # no CuPy or no GPU: said in a line
 
-    def progress(index: int, case: Case) -> None:
+    def progress(index: int, case: MeasuredCase) -> None:
         print(f"[{index + 1}/{len(runnable)}] {case.id}", file=sys.stderr)
 
     rows, failed = [], 0
@@ -101,7 +102,7 @@ def cmd_bench(args) -> int:
     gpu = with_nvml(info, args.device)
     started = time.monotonic()
 
-    def progress(index: int, case: Case) -> None:
+    def progress(index: int, case: MeasuredCase) -> None:
         print(f"[{index + 1}/{len(runnable)}] {case.id}  ({time.monotonic() - started:.0f} s)", file=sys.stderr)
 
     results = run_cases(runnable, args.device, progress)
@@ -120,7 +121,7 @@ def cmd_bench(args) -> int:
             failed += 1
             rows.append([case.kernel.name, shape, "-", "-", "-", "-", "-", f"FAILED {str(result).splitlines()[0]}"])
             continue
-        reference = results.get(Case(catalogue.baseline(case.kernel.precision), case.m, case.n, case.k).id)
+        reference = results.get(MeasuredCase(catalogue.baseline(case.kernel.precision), case.m, case.n, case.k).id)
         measured = reference is not None and not isinstance(reference, BaseException)
         figures = Figures.of(result.tflops, reference.tflops if measured else None,
                              gpu.peak_tflops(case.kernel.precision),

@@ -1,11 +1,12 @@
-"""`sgemm machine`: this box's entry in asv's machine file, from NVML (sgemm.machine)."""
+"""`sgemm machine`: this box's entry in asv's machine file, from NVML (sgemm.results.machine)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from . import args as types, writable_file_problem
+from . import args as types
+from . import writable_file_problem
 
 
 def add_machine(add) -> None:
@@ -16,8 +17,14 @@ def add_machine(add) -> None:
 
 
 def cmd_machine(args) -> int:
-    from ..machine import (MachineFileError, detect_identity, machine_entry, machine_name, machines_in,
-                           write_machine_file)
+    from ..results.machine import (
+        MachineFileError,
+        detect_identity,
+        machine_entry,
+        machine_name,
+        machines_in,
+        write_machine_file,
+    )
 
     path = Path(args.file).expanduser()
     if problem := writable_file_problem("--file", args.file):

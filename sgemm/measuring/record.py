@@ -75,7 +75,7 @@ class NoGpuError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Case:
+class MeasuredCase:
     kernel: Kernel
     m: int
     n: int
@@ -163,13 +163,13 @@ def skip_reason(kernel: Kernel, m: int, n: int, k: int, info: Gpu) -> str | None
     return None
 
 
-def select_cases(kernels: list[Kernel], shapes, info: Gpu) -> tuple[list[Case], list[tuple[Case, str]]]:
+def select_cases(kernels: list[Kernel], shapes, info: Gpu) -> tuple[list[MeasuredCase], list[tuple[MeasuredCase, str]]]:
     """The selected cases this GPU can run, and those it skips with the reason; with no shapes given, each kernel at
     the square sizes the suite times it at."""
     runnable, skipped = [], []
     for kernel in kernels:
         for m, n, k in shapes or [(size, size, size) for size in kernel.sizes]:
-            case = Case(kernel, m, n, k)
+            case = MeasuredCase(kernel, m, n, k)
             if reason := skip_reason(kernel, m, n, k, info):
                 skipped.append((case, reason))
             else:
@@ -177,8 +177,8 @@ def select_cases(kernels: list[Kernel], shapes, info: Gpu) -> tuple[list[Case], 
     return runnable, skipped
 
 
-def check_cases(cases: list[Case], device: int = 0, alpha: float = 1.0, beta: float = 0.0,
-                progress: Callable[[int, Case], None] | None = None) -> list[float | BaseException]:
+def check_cases(cases: list[MeasuredCase], device: int = 0, alpha: float = 1.0, beta: float = 0.0,
+                progress: Callable[[int, MeasuredCase], None] | None = None) -> list[float | BaseException]:
     """Check each case against an FP64 reference on one device: its relative error, or the exception of a wrong or
     broken kernel (the check goes on), in the order of `cases`."""
     import cupy
@@ -195,7 +195,7 @@ def check_cases(cases: list[Case], device: int = 0, alpha: float = 1.0, beta: fl
     return checked
 
 
-def run_cases(cases: list[Case], device: int = 0, progress: Callable[[int, Case], None] | None = None,
+def run_cases(cases: list[MeasuredCase], device: int = 0, progress: Callable[[int, MeasuredCase], None] | None = None,
               nvbench_args: tuple[str, ...] = ()) -> dict[str, CaseResult | BaseException]:
     """Build, verify and time each case on one device (NVBench's stopping rule its own, or `nvbench_args`). A failing
     case maps to its exception; the rest still run."""
@@ -218,7 +218,7 @@ def run_cases(cases: list[Case], device: int = 0, progress: Callable[[int, Case]
             telemetry[case_id] = monitor.finish().as_dict()
         monitors.clear()
 
-    def prepare_for(index: int, case: Case):
+    def prepare_for(index: int, case: MeasuredCase):
         def prepare():
             close_monitors()  # NVBench has finished the previous case
             if progress:
@@ -302,7 +302,7 @@ def refuse_shared_gpu(case_id: str, device: int = 0) -> None:
         raise SharedGpu(reason)
 
 
-def _group(case: Case) -> list[Case]:
+def _group(case: MeasuredCase) -> list[MeasuredCase]:
     """Every case of this asv run (CASES_VARIABLE) that this commit can name, with `case` among them; `case` alone
     when the run named none."""
     listed = json.loads(os.environ.get(CASES_VARIABLE) or "[]")
@@ -312,21 +312,21 @@ def _group(case: Case) -> list[Case]:
             kernel = get_kernel(name)
         except UnknownKernelError:
             continue  # a kernel this commit does not have: its own benchmarks skip, saying so
-        other = Case(kernel, m, n, k)
+        other = MeasuredCase(kernel, m, n, k)
         group.setdefault(other.id, other)
     return list(group.values())
 
 
-def _case_dir(run_dir: str | Path, case: Case) -> Path:
+def _case_dir(run_dir: str | Path, case: MeasuredCase) -> Path:
     return Path(run_dir) / case.id.replace("/", "_")
 
 
-def _not_measured(run_dir: str | Path, case: Case, round_number: int, kind: str, reason: str) -> None:
+def _not_measured(run_dir: str | Path, case: MeasuredCase, round_number: int, kind: str, reason: str) -> None:
     write_atomically(_case_dir(run_dir, case) / f"round-{round_number}.not-measured.json",
                      json.dumps({"kind": kind, "reason": reason}))
 
 
-def _reference_builds(cases: list[Case], tree: Path) -> dict[str, Kernel | str]:
+def _reference_builds(cases: list[MeasuredCase], tree: Path) -> dict[str, Kernel | str]:
     """Each compiled case's kernel in the reference tree (under its name, or a name it had before), or why none."""
     from .. import sourcetree
 
@@ -345,7 +345,8 @@ def _reference_builds(cases: list[Case], tree: Path) -> dict[str, Kernel | str]:
     return builds
 
 
-def prepare_reference_builds(cases: list[Case], tree: Path, device: int = 0) -> tuple[str, dict[str, Kernel | str]]:
+def prepare_reference_builds(cases: list[MeasuredCase], tree: Path,
+                             device: int = 0) -> tuple[str, dict[str, Kernel | str]]:
     """The reference commit (as the tree's COMMIT file names it), and each case's kernel in the tree, or why none;
     every build found compiled ahead, in threads."""
     from .ab import compile_ahead
@@ -356,7 +357,7 @@ def prepare_reference_builds(cases: list[Case], tree: Path, device: int = 0) -> 
     return commit, builds
 
 
-def time_against_reference(case: Case, reference: Kernel, commit: str, readings,
+def time_against_reference(case: MeasuredCase, reference: Kernel, commit: str, readings,
                            settings: PairedSettings = REFERENCE_SETTINGS) -> dict:
     """The case's kernel paired against its reference build on the current device: CaseResult.reference's figures,
     or why there are none. The commit's build is not checked against FP64 again: the caller did, in this process."""
@@ -374,7 +375,7 @@ def time_against_reference(case: Case, reference: Kernel, commit: str, readings,
             "seconds": time.monotonic() - started}
 
 
-def _time_over_reference(cases: list[Case], results: dict, tree: Path, device: int) -> None:
+def _time_over_reference(cases: list[MeasuredCase], results: dict, tree: Path, device: int) -> None:
     """Each measured case paired in this process against its reference build, on the current device (the suite's
     processes see one GPU, device 0): CaseResult.reference. Each case's own build was checked against FP64 before
     NVBench timed it."""
@@ -399,7 +400,7 @@ def _spans(starts: dict[str, float], end: float) -> dict[str, float]:
     return {case_id: stop - start for (case_id, start), stop in zip(ordered, ends)}
 
 
-def measure_group(run_dir: str | Path, cases: list[Case], round_number: int, device: int = 0) -> None:
+def measure_group(run_dir: str | Path, cases: list[MeasuredCase], round_number: int, device: int = 0) -> None:
     """Measure every case in this one process (one NVBench run; then, when SGEMM_REFERENCE_TREE names a tree, each
     paired against its reference build) and file each case's figures, or why it has none, under this round."""
     for case in cases:
@@ -466,7 +467,7 @@ class AsvCase:
 
     def __init__(self, run_dir: str, kernel: Kernel, m: int, n: int, k: int):
         self.run_dir = run_dir
-        self.case = Case(kernel, m, n, k)
+        self.case = MeasuredCase(kernel, m, n, k)
         self.dir = _case_dir(run_dir, self.case)
 
     def _round_of(self, method: str) -> int:

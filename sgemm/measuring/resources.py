@@ -33,8 +33,8 @@ from .build import BuildError, kernel_source, nvrtc_options
 
 ARCHITECTURES = tuple(architectures())
 # A file that usage_table tells how far it is, a JSON line per batch of programs compiled, where the variable names
-# one: `sgemm history` follows it (sgemm.progress), since asv shows nothing of the resource suite's compile, a minute
-# or more, until it is over.
+# one: `sgemm history` follows it (sgemm.history.progress), since asv shows nothing of the resource suite's compile
+# until it is over.
 PROGRESS_VARIABLE = "SGEMM_COMPILE_PROGRESS"
 PROGRESS_BATCHES = 4
 

@@ -9,7 +9,7 @@ from sgemm.catalogue import get_kernel
 from sgemm.gpu import Gpu
 from sgemm.measuring import record
 from sgemm.measuring.measure import FORBIDDEN_IN_CASE_IDS
-from sgemm.measuring.record import AsvCase, Case, CaseResult, skip_reason
+from sgemm.measuring.record import AsvCase, CaseResult, MeasuredCase, skip_reason
 from sgemm.measuring.verify import VerificationError
 
 H100 = Gpu("NVIDIA H100 80GB HBM3", 90, 132)
@@ -184,7 +184,7 @@ def test_a_case_measured_earlier_in_the_run_is_read_without_cuda(tmp_path, monke
 
 
 def test_case_ids_are_valid_nvbench_axis_values():
-    case_id = Case(get_kernel("fp32/naive"), 1000, 1028, 516).id
+    case_id = MeasuredCase(get_kernel("fp32/naive"), 1000, 1028, 516).id
     assert case_id == "fp32/naive/1000x1028x516"
     assert not set(case_id) & set(FORBIDDEN_IN_CASE_IDS)
 
@@ -196,7 +196,7 @@ def test_run_cases_verifies_measures_and_records_telemetry():
 import json
 from sgemm.measuring import record
 from sgemm.catalogue import get_kernel
-cases = [record.Case(get_kernel("fp32/naive"), 256, 256, 256), record.Case(get_kernel("fp32/float4"), 256, 256, 256)]
+cases = [record.MeasuredCase(get_kernel(name), 256, 256, 256) for name in ("fp32/naive", "fp32/float4")]
 results = record.run_cases(cases)
 print(json.dumps({k: (vars(v) if isinstance(v, record.CaseResult) else repr(v)) for k, v in results.items()}))
 """
@@ -344,8 +344,8 @@ def test_a_kernel_newer_than_the_reference_says_so(tmp_path):
     text = catalogue.read_text()
     start = text.index('[[kernel]]\nname = "fp32/warptile"')
     catalogue.write_text(text[:start] + text[text.index("[[kernel]]", start + 1):])
-    builds = record._reference_builds([Case(get_kernel("fp32/warptile"), 64, 64, 64),
-                                       Case(get_kernel("fp32/naive"), 64, 64, 64)], tree)
+    builds = record._reference_builds([MeasuredCase(get_kernel("fp32/warptile"), 64, 64, 64),
+                                       MeasuredCase(get_kernel("fp32/naive"), 64, 64, 64)], tree)
     assert builds["fp32/warptile/64x64x64"] == "fp32/warptile is newer than the reference commit"
     assert builds["fp32/naive/64x64x64"].kernel_dir == tree / "kernels"
 
@@ -358,6 +358,6 @@ def test_a_reference_build_that_cannot_be_measured_leaves_the_reason_instead_of_
 
     monkeypatch.setattr(ab, "measure", measure)
     naive = get_kernel("fp32/naive")
-    assert record.time_against_reference(Case(naive, 64, 64, 64), naive, "c" * 40, None) == {
+    assert record.time_against_reference(MeasuredCase(naive, 64, 64, 64), naive, "c" * 40, None) == {
         "commit": "c" * 40,
         "missing": "the reference build: wrong result: fp32/naive is wrong at 64x64x64: relative error 0.5"}

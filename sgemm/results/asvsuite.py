@@ -1,0 +1,223 @@
+"""The asv contract: which benchmark, parameters, selection pattern and result fields hold a case's figures.
+
+The suite (`benchmarks/bench_gemm.py`) measures kernel x size x precision in class `Gemm` and seed 003's shape
+sweep in class `GemmShapes`; each figure of a case is one track method. The gate, the reports, the cross-GPU page
+and the scripts name cases through this module only, and read asv's results through `RunReader`.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..catalogue import Kernel
+
+MODULE = "bench_gemm"
+GEMM, SHAPES = "Gemm", "GemmShapes"
+GEMM_PARAMS = ("kernel", "size", "precision")  # class Gemm's param_names, in its order
+
+TIME = "track_time"  # every NVBench sample of every round (seconds)
+TFLOPS = "track_tflops"
+SM_CLOCK = "track_sm_clock"  # the SM clock of every sample (MHz)
+POWER = "track_power"
+TEMPERATURE = "track_temperature"
+THROTTLED = "track_throttled"  # one figure per round: time the driver held clocks down (ms)
+# One figure per round (asv appends each round's samples), so that rounds stay apart in the results.
+ROUND_TIME = "track_round_time"  # the round's median time (seconds)
+ROUND_SM_CLOCK = "track_round_sm_clock"  # the round's median SM clock (MHz)
+ROUND_SAMPLES = "track_round_samples"  # how many samples the round's median is of
+CARD = "track_card"  # which physical card measured the round (sgemm.measuring.telemetry.card_number)
+ROUND_TRACKS = (ROUND_TIME, ROUND_SM_CLOCK, ROUND_SAMPLES, CARD)
+OVER_REFERENCE = "track_time_over_reference"  # time over the reference build's, paired in one process (a ratio)
+TRACKS = (TIME, TFLOPS, SM_CLOCK, POWER, TEMPERATURE, THROTTLED, *ROUND_TRACKS, OVER_REFERENCE)
+# What a gate's report reads; it runs no others (every track is a process per case and round: the sample counts and
+# the power are for the history).
+GATE_TRACKS = (ROUND_TIME, ROUND_SM_CLOCK, CARD, THROTTLED)
+
+# The resource suite (benchmarks/bench_resources.py): kernel x architecture, one track per figure of ptxas's report.
+RESOURCES = "bench_resources.Resources"
+RESOURCE_TRACKS = ("track_registers", "track_shared_memory", "track_local_memory", "track_spill_stores",
+                   "track_spill_loads")
+
+GPU_MODULE_CLASS = "bench_gpu.Gpu"
+SM_COUNT = f"{GPU_MODULE_CLASS}.track_sm_count"
+MAX_SM_CLOCK = f"{GPU_MODULE_CLASS}.track_max_sm_clock"
+# What the box measured with, as numbers asv can keep (benchmarks/bench_gpu.py): a step that comes with a change of
+# one of them is the environment's, not the code's.
+DRIVER_VERSION = f"{GPU_MODULE_CLASS}.track_driver_version"  # 580.159.04 as 580159004
+CUDA_DRIVER_VERSION = f"{GPU_MODULE_CLASS}.track_cuda_driver_version"  # the CUDA version the driver supports: 13000
+CUBLAS_VERSION = f"{GPU_MODULE_CLASS}.track_cublas_version"  # cuBLAS 13.1.0 as 130100
+
+
+@dataclass(frozen=True, order=True)
+class SuiteCase:
+    """One case of the suite: a benchmark class and one combination of its parameters."""
+
+    benchmark: str  # GEMM or SHAPES
+    params: tuple  # Python values, e.g. ("float4", 4096, "fp32") or ("fp32/naive", "1024x1024x512")
+
+    @classmethod
+    def square(cls, kernel: str, size: int) -> SuiteCase:
+        precision, family = kernel.split("/", 1)
+        return cls(GEMM, (family, size, precision))
+
+    @classmethod
+    def sweep(cls, kernel: str, shape: tuple[int, int, int]) -> SuiteCase:
+        return cls(SHAPES, (kernel, "x".join(map(str, shape))))
+
+    @property
+    def kernel(self) -> str:
+        if self.benchmark == GEMM:
+            family, _, precision = self.params
+            return f"{precision}/{family}"
+        return self.params[0]
+
+    @property
+    def precision(self) -> str:
+        return self.kernel.split("/", 1)[0]
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        if self.benchmark == GEMM:
+            size = self.params[1]
+            return size, size, size
+        m, n, k = (int(part) for part in self.params[1].split("x"))
+        return m, n, k
+
+    @property
+    def label(self) -> str:
+        """The case as reports name it: the kernel's name, then its shape."""
+        m, n, k = self.shape
+        return f"{self.kernel} {m}x{n}x{k}" + (" (shape sweep)" if self.benchmark == SHAPES else "")
+
+    def name(self, method: str) -> str:
+        """asv's name of one of the case's benchmarks."""
+        return f"{MODULE}.{self.benchmark}.{method}"
+
+    @property
+    def asv_params(self) -> tuple[str, ...]:
+        """The parameter values as asv writes them in results and names (each value's repr)."""
+        return tuple(repr(value) for value in self.params)
+
+    def entry(self, method: str) -> str:
+        """asv's name of the case in one method, as `asv run --bench` and the site's regressions.json see it."""
+        return f"{self.name(method)}({', '.join(self.asv_params)})"
+
+    def pattern(self, methods: tuple[str, ...] = GATE_TRACKS) -> str:
+        """asv's -b regular expression selecting exactly this case's methods (asv matches `name(param, ...)`)."""
+        arguments = ", ".join(self.asv_params)
+        return rf"^{MODULE}\.{self.benchmark}\.({'|'.join(methods)})\({re.escape(arguments)}\)$"
+
+
+def resource_pattern(kernel: str, architectures: tuple[str, ...]) -> str:
+    """asv's -b regular expression selecting every resource track of one kernel at these architectures alone."""
+    arches = "|".join(re.escape(repr(arch)) for arch in architectures)
+    return rf"^{re.escape(RESOURCES)}\.({'|'.join(RESOURCE_TRACKS)})\({re.escape(repr(kernel))}, ({arches})\)$"
+
+
+def cases_for(kernels: list[Kernel], sizes: list[int] | None, sweep_kernels: list[str],
+              sweep_shapes: list[tuple[int, int, int]], controls: tuple[str, ...] = ()) -> list[SuiteCase]:
+    """Every case of the suite that measures one of these kernels: each at the square sizes its entry lists (those
+    of them in `sizes`, when given); the controls at the square sizes only.
+
+    A control tells whether the box moved between the two commits' runs: its square sizes show that, and measuring
+    it again across the shape sweep would lengthen every gate for no further evidence.
+    """
+    cases = []
+    for kernel in kernels:
+        cases += [SuiteCase.square(kernel.name, size) for size in kernel.sizes if sizes is None or size in sizes]
+        if kernel.name in sweep_kernels and kernel.name not in controls:
+            cases += [SuiteCase.sweep(kernel.name, shape) for shape in sweep_shapes]
+    return cases
+
+
+class RunReader:
+    """One asv run (a machine at a commit in one environment): a case's figure by method."""
+
+    def __init__(self, run):
+        self.run = run  # asv.results.Results
+        self._combos: dict[str, list[tuple]] = {}
+
+    @property
+    def commit(self) -> str:
+        return self.run.commit_hash
+
+    @property
+    def date(self):
+        return self.run.date
+
+    def _combinations(self, name: str) -> list[tuple]:
+        """The benchmark's parameter combinations as Python values, in asv's order (of a benchmark it recorded)."""
+        if name not in self._combos:
+            raw = self.run.get_result_params(name)  # each value as its repr, e.g. "'naive'"
+            self._combos[name] = [tuple(ast.literal_eval(v) for v in combo) for combo in itertools.product(*raw)]
+        return self._combos[name]
+
+    def _index(self, name: str, params: tuple) -> int | None:
+        if name not in self.run.get_all_result_keys():
+            return None
+        combos = self._combinations(name)
+        return combos.index(params) if params in combos else None
+
+    def value(self, case: SuiteCase, method: str):
+        """The recorded value: None when the benchmark failed, NaN when it was skipped or not run."""
+        name = case.name(method)
+        index = self._index(name, case.params)
+        if index is None:
+            return math.nan
+        return self.run.get_result_value(name, self.run.get_result_params(name))[index]
+
+    def samples(self, case: SuiteCase, method: str) -> list[float] | None:
+        """Every sample asv kept (one per round for the round tracks), or None."""
+        name = case.name(method)
+        index = self._index(name, case.params)
+        if index is None:
+            return None
+        samples = self.run.get_result_samples(name, self.run.get_result_params(name))[index]
+        return list(samples) if samples else None
+
+    def values(self, benchmark: str, method: str) -> dict[SuiteCase, float | None]:
+        """Every case's value of one method of one benchmark class."""
+        name = f"{MODULE}.{benchmark}.{method}"
+        if name not in self.run.get_all_result_keys():
+            return {}
+        values = self.run.get_result_value(name, self.run.get_result_params(name))
+        return {SuiteCase(benchmark, combo): value for combo, value in zip(self._combinations(name), values)}
+
+    def scalar(self, name: str):
+        """A parameterless benchmark's value (e.g. SM_COUNT), or None."""
+        if name not in self.run.get_all_result_keys():
+            return None
+        return self.run.get_result_value(name, [])[0]
+
+
+def runs(results_dir: Path, machine: str, commit: str | None = None, strict: bool = False) -> list[RunReader]:
+    """Every run of a machine (of one commit, when given), oldest first. A run file asv cannot read is left out with
+    asv's warning; with `strict`, ValueError names it instead (for a reading whose answer would change without it)."""
+    from asv.results import iter_results_for_machine, iter_results_for_machine_and_hash
+
+    if strict:
+        found = [run for run in _every_run(Path(results_dir) / machine) if not commit or
+                 run.commit_hash.startswith(commit)]
+    else:
+        found = (iter_results_for_machine_and_hash(str(results_dir), machine, commit) if commit
+                 else iter_results_for_machine(str(results_dir), machine))
+    return sorted((RunReader(run) for run in found), key=lambda r: r.date or 0)
+
+
+def _every_run(machine_dir: Path) -> list:
+    """Every run file of a machine's directory as asv reads it; ValueError, with asv's words, at the first it cannot."""
+    from asv.results import Results, iter_results_paths
+    from asv.util import UserError
+
+    found = []
+    for root, filename, machine in iter_results_paths(str(machine_dir)):
+        try:
+            found.append(Results.load(str(Path(root) / filename), machine_name=machine))
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+    return found

@@ -1,0 +1,226 @@
+"""What a case's rounds show, whichever feature measured them: each commit's rounds (unpaired) or the round ratios of
+both builds in one process (paired), the effect of head over base with its spread and degrees of freedom (a t on the
+logarithms of the rounds' figures, a noise file's entry pooled in), and how a false-discovery rate is spent over
+looks. The gate judges with these (sgemm.gate.verdict), bisect compares commits with them (sgemm.bisect.compare).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, replace
+from statistics import fmean, median
+
+FALSE_DISCOVERY_RATE = 0.05
+
+
+POWER = 0.8
+
+
+MIN_ROUNDS = 3  # rounds a side before a first look: fewer cannot give a spread to test on
+
+
+TIMER_RESOLUTION_S = 0.5e-6  # CUDA events' resolution, as documented
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """One case at one commit, measured unpaired, round by round (one asv process each)."""
+
+    medians_s: tuple[float, ...]
+    sm_clocks_mhz: tuple[float, ...]  # the median SM clock of each round's samples
+    sample_counts: tuple[int, ...] = ()
+    throttled_ms: float = math.nan  # time the driver held clocks down (power or heat), all rounds
+    power_w: float = math.nan
+    cards: tuple[str, ...] = ()  # which physical card measured each round
+
+    @property
+    def median_s(self) -> float:
+        return median(self.medians_s)
+
+    @property
+    def sm_clock_mhz(self) -> float:
+        return median(self.sm_clocks_mhz) if self.sm_clocks_mhz else math.nan
+
+    @property
+    def power_capped(self) -> bool:
+        """The driver held clocks down while it ran: time need not follow 1/clock."""
+        return self.throttled_ms > 0
+
+    @property
+    def resolution(self) -> float:
+        """The timer's resolution relative to one sample."""
+        return TIMER_RESOLUTION_S / self.median_s
+
+    @property
+    def log_times(self) -> list[float]:
+        return [math.log(t) for t in self.medians_s]
+
+    @property
+    def log_cycles(self) -> list[float] | None:
+        """log(time x clock) per round; None when a round's clock is missing."""
+        if len(self.sm_clocks_mhz) != len(self.medians_s) or any(math.isnan(c) for c in self.sm_clocks_mhz):
+            return None
+        return [math.log(t * c) for t, c in zip(self.medians_s, self.sm_clocks_mhz)]
+
+    def extended(self, more: Rounds) -> Rounds:
+        """These rounds and those of a later measurement of the same case."""
+        return Rounds(self.medians_s + more.medians_s, self.sm_clocks_mhz + more.sm_clocks_mhz,
+                      self.sample_counts + more.sample_counts, _nansum(self.throttled_ms, more.throttled_ms),
+                      _nanmean(self.power_w, more.power_w), self.cards + more.cards)
+
+
+@dataclass(frozen=True)
+class PairedRounds:
+    """One case measured paired, round by round: each round one process timing both builds side by side."""
+
+    ratios: tuple[float, ...]  # head over base, one a round
+    base_clocks_mhz: tuple[float, ...] = ()
+    head_clocks_mhz: tuple[float, ...] = ()
+    base_s: tuple[float, ...] = ()  # each round's median time per launch, for the report
+    head_s: tuple[float, ...] = ()
+    block_s: float = 0.01  # how long a timed block lasts: the timer's resolution is relative to it
+    joules: tuple[float, ...] = ()  # per GEMM, both builds together, a round
+
+    @property
+    def resolution(self) -> float:
+        return TIMER_RESOLUTION_S / self.block_s
+
+    @property
+    def log_ratios(self) -> list[float]:
+        return [math.log(r) for r in self.ratios]
+
+    def extended(self, more: PairedRounds) -> PairedRounds:
+        return PairedRounds(self.ratios + more.ratios, self.base_clocks_mhz + more.base_clocks_mhz,
+                            self.head_clocks_mhz + more.head_clocks_mhz, self.base_s + more.base_s,
+                            self.head_s + more.head_s, min(self.block_s, more.block_s), self.joules + more.joules)
+
+
+def _nansum(a: float, b: float) -> float:
+    values = [v for v in (a, b) if not math.isnan(v)]
+    return sum(values) if values else math.nan
+
+
+def _nanmean(a: float, b: float) -> float:
+    values = [v for v in (a, b) if not math.isnan(v)]
+    return fmean(values) if values else math.nan
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A case's round-to-round spread measured on unchanged code: sd of the log figure, and its degrees of freedom."""
+
+    sd: float
+    df: int
+
+
+@dataclass(frozen=True)
+class Effect:
+    """log(head / base) of a figure: its estimate, the spread of one round's figure, the rounds it rests on and the
+    degrees of freedom of that spread."""
+
+    log_ratio: float
+    sd: float  # of one round's log figure, pooled with any noise file
+    rounds: tuple[int, ...]  # (n,) paired, (n_base, n_head) unpaired
+    df: float
+    noise_df: int = 0  # the noise file's share of df
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.log_ratio)
+
+    @property
+    def se(self) -> float:
+        return self.sd * math.sqrt(sum(1 / n for n in self.rounds))
+
+    @property
+    def p_value(self) -> float:
+        from scipy import stats
+
+        if not self.se > 0:  # a floor keeps this from happening with real rounds
+            return 0.0 if self.log_ratio else 1.0
+        return float(2 * stats.t.sf(abs(self.log_ratio) / self.se, self.df))
+
+    def interval(self, level: float) -> tuple[float, float]:
+        half = _t_ppf(0.5 + level / 2, self.df) * self.se
+        return math.exp(self.log_ratio - half), math.exp(self.log_ratio + half)
+
+    def detectable(self, alpha: float, power: float = POWER) -> float:
+        """The smallest change (a fraction) this test finds with probability `power` at two-sided level `alpha`."""
+        return math.expm1((_t_ppf(1 - alpha / 2, self.df) + _t_ppf(power, self.df)) * self.se)
+
+    def with_rounds(self, per_side: int) -> Effect:
+        """The same spread, measured in `per_side` rounds (a side): what more rounds would make of it."""
+        rounds = tuple(per_side for _ in self.rounds)
+        return replace(self, rounds=rounds, df=sum(n - 1 for n in rounds) + self.noise_df)
+
+
+@functools.lru_cache(maxsize=4096)
+def _t_ppf(q: float, df: float) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(q, df))
+
+
+def _floored_variance(values: list[float], resolution: float) -> tuple[float, int]:
+    """Sum of squared deviations and degrees of freedom, each value at least as uncertain as its timer."""
+    n = len(values)
+    mean = fmean(values)
+    squares = sum((v - mean) ** 2 for v in values)
+    return max(squares, (n - 1) * resolution ** 2 / 12), n - 1
+
+
+def _pooled(squares: float, dof: int, noise: Noise | None) -> tuple[float, int, int]:
+    """sd and degrees of freedom of the gate's spread pooled with the noise file's; the file's share of df."""
+    noise_df = noise.df if noise else 0
+    total = dof + noise_df
+    if total == 0:
+        return math.inf, 0, 0
+    return math.sqrt((squares + (noise.sd ** 2 * noise.df if noise else 0.0)) / total), total, noise_df
+
+
+def paired_effect(rounds: PairedRounds, noise: Noise | None = None) -> Effect:
+    """One-sample t on the logs of the round ratios."""
+    logs = rounds.log_ratios
+    squares, dof = _floored_variance(logs, rounds.resolution)
+    sd, df, noise_df = _pooled(squares, dof, noise)
+    return Effect(fmean(logs), sd, (len(logs),), max(df, 1), noise_df)
+
+
+def unpaired_effect(before: list[float], after: list[float], resolution: float,
+                    noise: Noise | None = None) -> Effect:
+    """Two-sample t on the logs of the round figures, the sides' variances pooled."""
+    squares_before, dof_before = _floored_variance(before, resolution)
+    squares_after, dof_after = _floored_variance(after, resolution)
+    sd, df, noise_df = _pooled(squares_before + squares_after, dof_before + dof_after, noise)
+    return Effect(fmean(after) - fmean(before), sd, (len(before), len(after)), max(df, 1), noise_df)
+
+
+@dataclass(frozen=True)
+class Case:
+    """What a verdict is made from: a case's rounds, and how it is to be judged."""
+
+    label: str
+    kernel: str
+    threshold: float  # the user's threshold for this kernel, a fraction
+    paired: PairedRounds | None = None
+    before: Rounds | None = None  # unpaired
+    after: Rounds | None = None
+    noise: Noise | None = None
+    is_control: bool = False  # context: judged and shown, never counted in the family or the exit status
+
+    @property
+    def rounds(self) -> int:
+        """Rounds a side."""
+        if self.paired:
+            return len(self.paired.ratios)
+        return min(len(self.before.medians_s), len(self.after.medians_s))
+
+    @property
+    def power_capped(self) -> bool:
+        return bool(self.before and self.after and (self.before.power_capped or self.after.power_capped))
+
+
+def spend(rounds: int, rounds_before: int, max_rounds: int, rate: float = FALSE_DISCOVERY_RATE) -> float:
+    """The share of the false-discovery rate a look after `rounds` rounds spends."""
+    return rate * (min(rounds, max_rounds) - rounds_before) / max_rounds

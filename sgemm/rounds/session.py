@@ -1,0 +1,361 @@
+"""The gate's rounds where base and head can share a process: the change is confined to kernel sources, headers and
+catalogue entries, and the code that measures is the same at both commits.
+
+Each commit's kernels and catalogue are exported from git (sgemm.sourcetree). A round is one process
+(`python -m sgemm.measuring.ab`) that builds every open case from both trees, checks both builds against FP64, times
+them paired and writes one ratio per case; rounds repeat until each case has the rounds its look asks for
+(sgemm.gate.looks). A case whose two builds are the same program is SAME without being timed: the same cubin for
+this GPU (a comment in a shared header changes the source NVRTC reads, not what it makes) and the same launch (every
+catalogue field that shapes it: two entries can share a cubin and differ in their grid, shared memory, cluster, TMA
+boxes or pitch); a library kernel (cuBLAS) is one library for both sides of one process. `time_unchanged` times them
+anyway, as an A/A gate wants.
+
+A gate cut off (killed, or out of time) resumes from its work folder when run again on it: the rounds of the earlier
+run whose plan is this gate's (the same base and head commits, the same build inputs for the case, the same
+machine, measuring code and round settings) count toward the rounds each case needs, their complete lines only;
+rounds planned otherwise are moved aside into set-aside/, never mixed in. A case is judged at each look on its first
+rounds, as many as that look asks for, so that a resumed gate judges what an uninterrupted one would have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from .. import sourcetree
+from ..catalogue import Kernel
+from ..measuring.build import kernel_source
+from ..measuring.paired import PairedSettings
+from .evidence import Case, Noise, PairedRounds
+from .pairs import Pair
+
+ROUND_COMMAND = (sys.executable, "-m", "sgemm.measuring.ab")  # + PLAN OUT: one round, one process
+# One round's timing of a case: it runs until its own interval (the median's, 95%) is within 0.2% of its ratio, or
+# for max_s, so that a quiet case stops after a few pairs and a kernel whose launches jitter gets more time in every
+# round, the same in each, keeping its rounds alike (how much the kernels' launches vary: lab/2026-11-25-pair-noise/).
+# The settings are part of the paired noise a noise file learns.
+ROUND_SETTINGS = PairedSettings(warmup_s=0.2, max_warmup_s=2.0, min_pairs=6, min_s=0.2, max_s=12.0,
+                                target_half_width=0.002)
+
+# What a change must exceed to count: a paired ratio is precise to about 0.05% (so a 0.5% change clears 0.25% with
+# room), a ratio of separate processes to a few tenths of a percent below the power cap.
+PAIRED_THRESHOLD = 0.0025
+IDLE_TIMEOUT_S = 30  # how long a comparison waits for another process to leave the GPU before it gives up
+
+
+class PairingError(RuntimeError):
+    """The two commits' kernels cannot be built side by side (a tree that cannot be exported or read)."""
+
+
+class GpuNotFree(RuntimeError):
+    """Another process is on the GPU (or whether one is cannot be told): nothing measured beside it can be believed;
+    the message names it."""
+
+
+def launch_signature(kernel: Kernel) -> tuple:
+    """Everything of an entry that decides how its program is launched and on what. The geometry a kernel states
+    of itself is in its cubin (program_digest); what an older catalogue states of it is here."""
+    return (kernel.library, kernel.entry, kernel.types.input, kernel.types.output, kernel.pitch, kernel.grid_rule,
+            kernel.target, kernel.stated)
+
+
+def target_of(kernel: Kernel, compute_capability: int) -> str:
+    return kernel.target or f"sm_{compute_capability}"
+
+
+def program_digest(kernel: Kernel, compute_capability: int) -> str:
+    """sha256 of the cubin NVRTC makes of the kernel for this GPU (offline: no GPU needed)."""
+    from ..measuring.resources import compile_offline
+
+    return hashlib.sha256(compile_offline(kernel, target_of(kernel, compute_capability)).cubin).hexdigest()
+
+
+def unchanged_programs(pairs: list[tuple[str, Kernel, Kernel]], compute_capability: int) -> dict[str, str]:
+    """Of (label, base build, head build): those whose two builds are one program, and how that was found."""
+    found: dict[str, str] = {}
+    to_compile = []
+    for label, before, after in pairs:
+        if launch_signature(before) != launch_signature(after):
+            continue
+        if before.library:
+            found[label] = f"both sides call {before.library}, one library in one process"
+        else:
+            to_compile.append((label, before, after))
+
+    def digests(item: tuple[str, Kernel, Kernel]) -> tuple[str, str] | None:
+        try:
+            return program_digest(item[1], compute_capability), program_digest(item[2], compute_capability)
+        except Exception:  # noqa: BLE001 - a build that cannot be compiled here is timed, and fails there, saying why
+            return None
+
+    with ThreadPoolExecutor() as pool:
+        for (label, before, _), result in zip(to_compile, pool.map(digests, to_compile)):
+            if result and result[0] == result[1]:
+                found[label] = (f"base and head build the same program: cubin sha256 {result[0][:12]} for "
+                                f"{target_of(before, compute_capability)}, the same launch")
+    return found
+
+
+_ROUND_FILE = re.compile(r"round-(\d+)\.plan\.json")
+
+
+def build_digest(kernel: Kernel | None) -> str:
+    """sha256 of what a build's program is made of: its catalogue entry (where its tree lies aside) and its source
+    with every header it includes."""
+    if kernel is None:
+        return ""
+    digest = hashlib.sha256(repr(replace(kernel, kernel_dir=Path())).encode())
+    if kernel.source:
+        digest.update(kernel_source(kernel).encode())
+    return digest.hexdigest()
+
+
+def measuring_code_digest() -> str:
+    """sha256 of the code a round's process runs: this package's measuring modules and what reads the trees."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in [*sorted((package / "measuring").glob("*.py")), package / "sourcetree.py", package / "catalogue.py"]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What a gate took over from the rounds an earlier run of it left in its work folder."""
+
+    rounds: int  # round processes with a line taken
+    cases: int
+    lines: int
+    first: str  # when the first and the last of those rounds were written (UTC)
+    last: str
+    set_aside: int  # rounds planned otherwise, moved aside
+    where: Path
+
+    def describe(self) -> str:
+        text = (f"{self.rounds} rounds of {self.cases} cases reused from {self.where} ({self.lines} case rounds, "
+                f"written {self.first} to {self.last})") if self.lines else f"no round reused from {self.where}"
+        return text + (f"; {self.set_aside} rounds of another plan moved aside" if self.set_aside else "")
+
+
+@dataclass
+class _Measured:
+    lines: list[dict] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.lines)
+
+    def rounds(self, count: int) -> PairedRounds:
+        """The first `count` rounds: a look judges the rounds it asked for, however many an earlier run left."""
+        lines = self.lines[:count]
+        sides = [(line["sides"]["base"], line["sides"]["head"]) for line in lines]
+        return PairedRounds(tuple(line["ratio"] for line in lines),
+                            tuple(base["sm_clock_mhz"] for base, _ in sides),
+                            tuple(head["sm_clock_mhz"] for _, head in sides),
+                            tuple(base["median_s"] for base, _ in sides),
+                            tuple(head["median_s"] for _, head in sides),
+                            min((line["launches_per_block"] * min(base["median_s"], head["median_s"])
+                                 for line, (base, head) in zip(lines, sides)), default=math.inf),
+                            tuple(line.get("joules_per_launch", math.nan) for line in lines))
+
+
+def _complete(line: object) -> bool:
+    """A line a round's process finished writing: a ratio with its sides, or a failure."""
+    if not isinstance(line, dict) or not isinstance(line.get("label"), str):
+        return False
+    if isinstance(line.get("failed"), dict):
+        return {"kind", "reason"} <= line["failed"].keys()
+    try:
+        sides = line["sides"]["base"], line["sides"]["head"]
+        return all(isinstance(value, (int, float)) for value in (
+            line["ratio"], line["launches_per_block"], *(side[key] for side in sides
+                                                         for key in ("sm_clock_mhz", "median_s"))))
+    except (KeyError, TypeError):
+        return False
+
+
+def _read_lines(path: Path) -> list[dict]:
+    """The complete lines of a round's output; one cut off as it was written is left out."""
+    found = []
+    for text in path.read_text(errors="replace").splitlines() if path.exists() else []:
+        try:
+            line = json.loads(text)
+        except ValueError:
+            continue
+        if _complete(line):
+            found.append(line)
+    return found
+
+
+def _normal(value):
+    """As JSON reads it back: a plan written earlier compares equal to the same plan made now."""
+    return json.loads(json.dumps(value))
+
+
+class PairedSession:
+    """`measure(labels, rounds)` for sgemm.gate.looks: round processes over exactly those cases until each has
+    that many rounds."""
+
+    def __init__(self, repo: Path, base: str, head: str, pairs: list[Pair], work_dir: Path, device: int,
+                 thresholds: dict[str, float], noise: dict[str, Noise], gpu_check: Callable[[], None],
+                 settings: PairedSettings = ROUND_SETTINGS, machine: str = ""):
+        self.pairs = {pair.label: pair for pair in pairs}
+        self.thresholds, self.noise, self.gpu_check, self.settings, self.device = thresholds, noise, gpu_check, \
+            settings, device
+        self.trees = {}
+        shutil.rmtree(work_dir / "trees", ignore_errors=True)  # an earlier run's exports: made again, from the commits
+        try:
+            for side, commit in (("base", base), ("head", head)):
+                self.trees[side] = sourcetree.export(repo, commit, work_dir / "trees" / side)
+            self.kernels = {side: sourcetree.kernels(tree) for side, tree in self.trees.items()}
+        except sourcetree.TreeError as exc:
+            raise PairingError(str(exc)) from exc
+        # What makes a round's lines this gate's, beside each case's own entry in the plan.
+        self.identity = {"base": base, "head": head, "machine": machine, "measuring_code": measuring_code_digest()}
+        self.work_dir = work_dir
+        self.rounds_dir = work_dir / "rounds"
+        self.rounds_dir.mkdir(parents=True, exist_ok=True)
+        self.measured: dict[str, _Measured] = {label: _Measured() for label in self.pairs}
+        self.failed: dict[str, str] = {}
+        self.shared_gpu: list[str] = []
+        self.processes = 0  # this run's
+        self.next_round = 1
+        self.resumed: Resumed | None = None
+
+    def builds(self, label: str) -> tuple[Kernel | None, Kernel | None]:
+        pair = self.pairs[label]
+        return self.kernels["base"].get(pair.base.kernel), self.kernels["head"].get(pair.head.kernel)
+
+    def unchanged(self, compute_capability: int) -> dict[str, str]:
+        both = [(label, *self.builds(label)) for label in self.pairs]
+        return unchanged_programs([item for item in both if item[1] and item[2]], compute_capability)
+
+    def _case(self, label: str) -> dict:
+        pair = self.pairs[label]
+        before, after = self.builds(label)
+        return {"label": label, "kernels": {"base": pair.base.kernel, "head": pair.head.kernel},
+                "shape": list(pair.head.shape), "builds": {"base": build_digest(before), "head": build_digest(after)}}
+
+    def _plan(self, labels: list[str]) -> dict:
+        return {"trees": {side: str(tree) for side, tree in self.trees.items()}, "device": self.device,
+                "settings": asdict(self.settings), "identity": self.identity,
+                "cases": [self._case(label) for label in labels]}
+
+    def _take(self, line: dict) -> None:
+        failed = line.get("failed")
+        if failed and failed["kind"] == "gpu shared":
+            self.shared_gpu.append(failed["reason"])
+        elif failed:
+            where = f"{failed['side']}: " if failed.get("side") else ""
+            self.failed.setdefault(line["label"], f"{where}{failed['kind']}: {failed['reason']}")
+        else:
+            self.measured[line["label"]].lines.append(line)
+
+    def resume(self, labels: list[str]) -> Resumed | None:
+        """Take over the rounds an earlier run of this gate left for these cases (None when there were none), and
+        move aside those of another plan. A case's line counts where the plan it ran under is the one this gate
+        would write for it; a line cut off, or a GPU found shared, is measured again."""
+        earlier = sorted((int(match.group(1)), path) for path in self.rounds_dir.glob("round-*.plan.json")
+                         if (match := _ROUND_FILE.fullmatch(path.name)))
+        if not earlier:
+            return None
+        wanted = {label: _normal(self._case(label)) for label in labels}
+        common = _normal({"device": self.device, "settings": asdict(self.settings), "identity": self.identity})
+        set_aside, taken, lines_taken, cases, times = 0, 0, 0, set(), []
+        aside = self._aside_folder()
+        for number, plan_path in earlier:
+            out = self.rounds_dir / f"round-{number}.jsonl"
+            try:
+                plan = json.loads(plan_path.read_text())
+                cases_planned = {case["label"]: case for case in plan["cases"]}
+                ours = all(plan.get(key) == value for key, value in common.items())
+            except (ValueError, KeyError, TypeError, AttributeError):
+                ours = False
+            if not ours:
+                aside.mkdir(parents=True, exist_ok=True)
+                for path in self.rounds_dir.glob(f"round-{number}.*"):
+                    path.rename(aside / path.name)
+                set_aside += 1
+                continue
+            self.next_round = number + 1
+            lines = [line for line in _read_lines(out) if line["label"] in wanted
+                     and cases_planned.get(line["label"]) == wanted[line["label"]]
+                     and (line.get("failed") or {}).get("kind") != "gpu shared"
+                     and line["label"] not in self.failed]
+            for line in lines:
+                self._take(line)
+                cases.add(line["label"])
+            if lines:
+                taken, lines_taken = taken + 1, lines_taken + len(lines)
+                times.append(out.stat().st_mtime)
+        first, last = [time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(moment))
+                       for moment in (min(times), max(times))] if times else ("", "")
+        self.resumed = Resumed(taken, len(cases), lines_taken, first, last, set_aside, self.rounds_dir)
+        return self.resumed
+
+    def _aside_folder(self) -> Path:
+        """Where earlier rounds of another plan (other commits, settings, machine or code) are kept, out of the way:
+        nothing reads set-aside/ as this gate's rounds, nor `sgemm noise` as anyone's."""
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        folder, copy = self.work_dir / "set-aside" / stamp, 1
+        while folder.exists():
+            copy += 1
+            folder = self.work_dir / "set-aside" / f"{stamp}-{copy}"
+        return folder
+
+    def _round(self, labels: list[str]) -> None:
+        self.gpu_check()
+        self.processes += 1
+        number, self.next_round = self.next_round, self.next_round + 1
+        plan_path = self.rounds_dir / f"round-{number}.plan.json"
+        out, log = (self.rounds_dir / f"round-{number}.jsonl", self.rounds_dir / f"round-{number}.log")
+        plan_path.write_text(json.dumps(self._plan(labels)))
+        print(f"sgemm gate: round {number}: {len(labels)} cases paired in one process", file=sys.stderr)
+        started = time.monotonic()
+        with open(log, "w") as stderr:
+            status = subprocess.run([*ROUND_COMMAND, str(plan_path), str(out)], stdout=stderr,
+                                    stderr=subprocess.STDOUT).returncode
+        print(f"sgemm gate: round {number}: done in {time.monotonic() - started:.0f} s", file=sys.stderr)
+        seen = set()
+        for line in _read_lines(out):
+            seen.add(line["label"])
+            self._take(line)
+        for label in labels:
+            if label not in seen and label not in self.failed:
+                last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
+                self.failed[label] = f"the round's process exited {status} before measuring it: {last[:300]}"
+
+    def measure(self, labels: list[str], rounds: int) -> dict[str, Case]:
+        while not self.shared_gpu:
+            short = [label for label in labels if label not in self.failed and self.measured[label].count < rounds]
+            if not short:
+                break
+            self._round(short)
+        return {label: Case(label, self.pairs[label].head.kernel, self.thresholds[label],
+                            paired=self.measured[label].rounds(rounds), noise=self.noise.get(label))
+                for label in labels if label not in self.failed and self.measured[label].count >= rounds}
+
+
+def wait_for_gpu(device: int, timeout_s: float) -> None:
+    """Return when no other process is on the GPU; GpuNotFree naming them after `timeout_s`."""
+    from ..measuring.telemetry import GpuBusyError, TelemetryUnavailable, nvml_handle, wait_until_idle
+
+    try:
+        handle = nvml_handle(device)
+    except TelemetryUnavailable as exc:
+        raise GpuNotFree(f"cannot check that the GPU is free: {exc}") from exc
+    try:
+        wait_until_idle(handle, timeout_s, own_pids=frozenset({os.getpid()}))
+    except GpuBusyError as exc:
+        raise GpuNotFree(str(exc)) from exc

@@ -1,0 +1,1016 @@
+"""Bad input to every command: the documented exit status (2, for the gate too), a first line saying what is wrong,
+no traceback, and nothing touched on the way: no CUDA, no NVML, and no file that was there before changed or gone.
+
+Each row of BAD_INPUT is an argument list (with {placeholders} for the world's paths), the exit status, a piece of
+the message's first line, and optionally what to break in the world first (a truncated run file, a catalogue with
+one bad field). Every row runs in a world of its own, copied from one made per module: a git repository with this
+project's catalogue and kernels, an asv results tree, someone's folder of notes, a file, a home folder and an empty
+working directory. Every entry of the world (the repository's tracked files and .git, the results, the notes, the
+home's machine file, whatever the site, work or report folders would be) is hashed before and after the row: each
+must be there after with the same bytes, and nothing may be new but the lock files that sit beside locked folders.
+CuPy and pynvml are made unimportable and the GPU queries fail the test if called, so a row that would reach the GPU
+before refusing fails here even on a GPU box.
+
+Rows marked `own_catalogue` run the commands that read the package's own catalogue (list, report) against the
+world's copy, so that one bad field can be tried on every command that reads it.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from sgemm import catalogue, cli
+
+ROOT = Path(__file__).resolve().parents[2]
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "PATH": "/usr/bin:/bin"}
+RUN_COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b",
+               "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
+RUN_FILE = "gpu-box/0123456789abcdef-existing.json"  # the one run of write_results_tree's tree
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, env=GIT_ENV, capture_output=True)
+
+
+def write_results_tree(root: Path, machine: str = "gpu-box") -> Path:
+    """A small asv results tree that asv reads (one machine, one run of one benchmark), made by hand."""
+    (root / machine).mkdir(parents=True)
+    (root / "benchmarks.json").write_text(json.dumps({"bench_gemm.Gemm.track_tflops": {
+        "name": "bench_gemm.Gemm.track_tflops", "type": "track", "params": [], "param_names": [], "unit": "TFLOP/s",
+        "version": "v1"}, "version": 2}))
+    (root / machine / "machine.json").write_text(json.dumps({"machine": machine, "gpu": "NVIDIA H100 80GB HBM3",
+                                                             "version": 1}))
+    row = [[5.0], [], "v1", 1_700_000_000_000, 0.5, None, None, None, None, None, None, None, None]
+    (root / machine / "0123456789abcdef-existing.json").write_text(json.dumps({
+        "commit_hash": "0123456789abcdef0123456789abcdef01234567", "env_name": "existing", "date": 1_700_000_000_000,
+        "params": {"machine": machine, "python": "3.11"}, "python": "3.11", "requirements": {}, "env_vars": {},
+        "result_columns": RUN_COLUMNS, "results": {"bench_gemm.Gemm.track_tflops": row}, "durations": {},
+        "version": 2}))
+    return root
+
+
+# --- The world each row runs in ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    """The world every row starts from (copied, never changed): see the module's docstring."""
+    world = tmp_path_factory.mktemp("world")
+    repo = world / "repo"
+    (repo / "sgemm").mkdir(parents=True)
+    shutil.copy(ROOT / "sgemm" / "catalogue.toml", repo / "sgemm" / "catalogue.toml")
+    shutil.copytree(ROOT / "kernels", repo / "kernels")
+    shutil.copy(ROOT / "asv.conf.json", repo / "asv.conf.json")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "first")
+    (repo / "README.md").write_text("second\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "second")
+    write_results_tree(world / "data" / "results")
+    (world / "file.txt").write_text("a file, not a directory")
+    (world / "notes").mkdir()
+    (world / "notes" / "mine.txt").write_text("not a site")
+    (world / "home").mkdir()
+    (world / "home" / ".profile").write_text("# someone's\n")
+    (world / "cwd").mkdir()
+    return world
+
+
+@pytest.fixture
+def world(template, tmp_path, monkeypatch) -> Path:
+    """A copy of the template, the working directory its empty cwd/ and HOME its home/."""
+    root = tmp_path / "w"
+    shutil.copytree(template, root, symlinks=True)
+    monkeypatch.chdir(root / "cwd")
+    monkeypatch.setenv("HOME", str(root / "home"))
+    return root
+
+
+def places(root: Path) -> dict[str, str]:
+    """What the rows' {placeholders} stand for."""
+    return {"repo": str(root / "repo"), "results": str(root / "data" / "results"), "home": str(root / "home"),
+            "tmp": str(root)}
+
+
+def fill(text: str, values: dict[str, str]) -> str:
+    for name, value in values.items():
+        text = text.replace("{" + name + "}", value)
+    return text
+
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    """Every entry under `root`, without following symlinks: a folder, a link and where it points, or a file and the
+    hash of its bytes."""
+    entries = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                entries[rel] = ("link", os.readlink(path))
+            elif path.is_dir():
+                entries[rel] = ("dir",)
+            else:
+                entries[rel] = ("file", hashlib.sha256(path.read_bytes()).hexdigest())
+    return entries
+
+
+def _tracked(root: Path) -> list[Path]:
+    done = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, text=True, check=False)
+    return [root / name for name in done.stdout.split("\0") if name] if done.returncode == 0 else []
+
+
+CHECKOUT_FILES = _tracked(ROOT)  # this checkout's tracked files, which the commands read (the catalogue, kernels)
+
+
+def checkout_state() -> dict[Path, tuple[int, int]]:
+    state = {}
+    for path in CHECKOUT_FILES:
+        if os.path.lexists(path):
+            stat = path.lstat()
+            state[path] = (stat.st_size, stat.st_mtime_ns)
+    return state
+
+
+def says(line: str, message: str) -> bool:
+    """Whether `line` holds each piece of `message` (pieces apart: " … "), in that order."""
+    at = 0
+    for piece in message.split(" … "):
+        at = line.find(piece, at)
+        if at < 0:
+            return False
+        at += len(piece)
+    return True
+
+
+def is_lock_file(rel: str) -> bool:
+    """A lock file beside a folder (sgemm.site.merge.lock_path): made empty, left for the next command."""
+    return Path(rel).name.startswith(".") and rel.endswith(".sgemm-lock")
+
+
+@pytest.fixture
+def no_gpu_may_be_touched(monkeypatch):
+    def touched(*args, **kwargs):
+        raise AssertionError("the GPU was queried before the input was checked")
+
+    for module in ("cupy", "pynvml", "cuda.bench"):
+        monkeypatch.setitem(sys.modules, module, None)
+    import sgemm.commands
+    import sgemm.measuring.record
+    import sgemm.measuring.telemetry
+    import sgemm.results.machine
+
+    for command in (sgemm.commands.kernels, sgemm.commands.site, sgemm.commands.history):
+        monkeypatch.setattr(command, "device_info", touched)
+    monkeypatch.setattr(sgemm.measuring.record, "device_info", touched)
+    monkeypatch.setattr(sgemm.measuring.telemetry, "gpu_identity", touched)
+    monkeypatch.setattr(sgemm.results.machine, "gpu_identity", touched)
+
+
+def use_own_catalogue(monkeypatch, root: Path) -> None:
+    """The package's readers of its own catalogue (their default paths) read the world's copy instead."""
+    swap = {catalogue.CATALOGUE_PATH: root / "repo" / "sgemm" / "catalogue.toml",
+            catalogue.KERNEL_DIR: root / "repo" / "kernels"}
+    for function in vars(catalogue).values():
+        defaults = getattr(function, "__defaults__", None)
+        if callable(function) and defaults and any(isinstance(d, Path) and d in swap for d in defaults):
+            monkeypatch.setattr(function, "__defaults__",
+                                tuple(swap.get(d, d) if isinstance(d, Path) else d for d in defaults))
+
+
+# --- Rows --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    argv: tuple[str, ...]
+    status: int
+    message: str  # pieces of the first line of what the command says, in order (apart: " … "), with {placeholders}
+    setup: Callable[[Path], None] | None = None  # what to break in the world before the command runs
+    what: str = ""  # the setup, in words (part of the row's id)
+    lines: int = 1  # how many lines the command says (a merge names each bad file on a line of its own)
+    own_catalogue: bool = False
+
+    @property
+    def id(self) -> str:
+        return " ".join(self.argv) + (f" [{self.what}]" if self.what else "") or "(none)"
+
+
+def rows(table: list[tuple], **common) -> list[Row]:
+    return [Row(tuple(argv), status, message, *more, **common) for argv, status, message, *more in table]
+
+
+# What to break: each a function of the world's root.
+
+def write(rel: str, content: str | bytes):
+    def setup(root: Path) -> None:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+
+    return setup
+
+
+def results_copy(rel: str, change: Callable[[Path], None]):
+    """The world's results tree copied to `rel`, then changed."""
+    def setup(root: Path) -> None:
+        shutil.copytree(root / "data" / "results", root / rel)
+        change(root / rel)
+
+    return setup
+
+
+def truncated(tree: Path) -> None:
+    run = tree / RUN_FILE
+    run.write_bytes(run.read_bytes()[:100])
+
+
+def foreign_benchmarks(tree: Path) -> None:
+    (tree / "benchmarks.json").write_text("{")
+
+
+TRUNCATED = results_copy("bad", truncated)
+BAD_BENCHMARKS = results_copy("bad", foreign_benchmarks)
+NOT_JSON = write("bad.json", "not json")
+A_LIST = write("list.json", "[1]")
+OTHER_NOISE = write("other.json", json.dumps({"machine": "other", "cases": {}, "paired": {}}))
+GIT_SITE = write("gitsite/.git/HEAD", "ref: refs/heads/gh-pages\n")
+ROUNDS_NOT_JSON = write("gate-work/rounds/round-1.jsonl", "not json\n")
+ROUNDS_WORD_RATIO = write("gate-work/rounds/round-1.jsonl", '{"label": "x", "ratio": "a"}\n')
+ROUNDS_BAD_PLAN = write("gate-work/rounds/round-1.plan.json", "[")
+GATE = ["gate", "HEAD~1", "HEAD", "--repo", "{repo}", "--dry-run"]
+PUBLISH = ["publish", "--results", "{results}", "--repo", "{repo}"]
+REPORT = ["report", "--out", "{tmp}/report"]
+HISTORY = ["history", "--repo", "{repo}", "--machine", "box", "--dry-run"]
+
+KNOWN = [
+    # the command line itself
+    ([], 2, "sgemm: give a command: list, check, bench, report, merge, gate, history, publish, noise, machine"),
+    (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
+    (["report"], 2, "the following arguments are required: --out"),
+    # kernels and shapes
+    (["list", "-k", "fp32/nope"], 2, "unknown kernel 'fp32/nope'"),
+    (["check", "-k", "fp64"], 2, "unknown kernel 'fp64'"),
+    (["bench", "-k", "nosuchkernel"], 2, "unknown kernel 'nosuchkernel'"),
+    (["check", "--shape", "12x12"], 2, "a shape is MxNxK"),
+    (["check", "--shape", "axbxc"], 2, "a shape is MxNxK"),
+    (["check", "--shape", "0x4x4"], 2, "M, N and K must be at least 1 (got '0x4x4')"),
+    (["check", "--shape", "-3x4x5"], 2, "M, N and K must be at least 1 (got '-3x4x5')"),
+    (["check", "--shape=-3x4x5"], 2, "M, N and K must be at least 1 (got '-3x4x5')"),
+    (["check", "--alpha", "nan"], 2, "expected a finite number, got 'nan'"),
+    (["check", "--beta", "one"], 2, "expected a finite number, got 'one'"),
+    (["check", "--device", "-1"], 2, "a device index must be at least 0, got -1"),
+    (["bench", "--size", "0"], 2, "a size must be at least 1, got 0"),
+    (["bench", "--size", "-5"], 2, "a size must be at least 1, got -5"),
+    (["bench", "--size", "big"], 2, "a size is a whole number, got 'big'"),
+    (["bench", "--size", "1024", "--shape", "1x1x1"], 2, "not allowed with argument --size"),
+    (["bench", "--json", "{tmp}/missing/out.json"], 2, "the folder {tmp}/missing does not exist"),
+    (["bench", "--json", "{tmp}"], 2, "--json {tmp} is a directory"),
+    # report
+    ([*REPORT, "--seed", "042"], 2, "unknown seed 042"),
+    ([*REPORT, "--size", "0"], 2, "a size must be at least 1"),
+    (["report", "--out", "{tmp}/file.txt"], 2, "--out {tmp}/file.txt is a file"),
+    ([*REPORT, "--results", "{tmp}/nowhere", "--machine", "gpu-box"], 2,
+     "--results {tmp}/nowhere: no asv results there"),
+    ([*REPORT, "--results", "{results}", "--machine", "other-box"], 2, "no asv results for machine 'other-box'"),
+    ([*REPORT, "--results", "{results}", "--machine", "../gpu-box"], 2, "a machine name is"),
+    ([*REPORT, "--across-gpus"], 2, "--across-gpus reads asv results: pass --results"),
+    ([*REPORT, "--across-gpus", "--results", "{tmp}/nowhere"], 2, "no asv machine directories in"),
+    # merge
+    (["merge", "{tmp}/missing", "--into", "{tmp}/merged"], 2, "{tmp}/missing: not a directory"),
+    (["merge", "--into", "{tmp}/merged"], 2, "the following arguments are required: sources"),
+    (["merge", "{results}", "--into", "{results}"], 2, "is also a source"),
+    (["merge", "{results}", "--into", "{results}/inner"], 2, "lies inside the source"),
+    (["merge", "{results}", "--into", "{tmp}/file.txt"], 2, "--into {tmp}/file.txt: not a directory"),
+    (["merge", "{results}", "--into", "{tmp}/no/such/merged"], 2, "does not exist"),
+    (["merge", "{tmp}/notes", "--into", "{tmp}/merged"], 2, "not part of an asv results tree"),
+    # publish
+    ([*PUBLISH, "--html", "{repo}"], 2, "--html {repo} is the repository"),
+    ([*PUBLISH, "--html", "{results}"], 2, "--html {results} is the results"),
+    ([*PUBLISH, "--html", "{tmp}/data"], 2, "--html {tmp}/data holds the results"),
+    ([*PUBLISH, "--html", "{results}/site"], 2, "lies inside the results"),
+    ([*PUBLISH, "--html", "{repo}/.git/site"], 2, "lies inside the repository's .git"),
+    ([*PUBLISH, "--html", "{tmp}/notes"], 2, "is not empty and is not a site `sgemm publish` made"),
+    ([*PUBLISH, "--html", "{tmp}/file.txt"], 2, "--html {tmp}/file.txt: not a directory"),
+    ([*PUBLISH, "--html", "{tmp}/site", "--npm-cache", "{tmp}/site/cache"], 2, "holds the npm cache"),
+    ([*PUBLISH, "--html", "{tmp}/site", "--size", "0"], 2, "a size must be at least 1"),
+    (["publish", "--results", "{tmp}/notes", "--html", "{tmp}/site"], 2, "not an asv results tree"),
+    (["publish", "--results", "{results}", "--html", "{tmp}/site", "--repo", "{tmp}"], 2, "no asv.conf.json"),
+    # history: every place checked before the GPU is asked, let alone anything measured
+    ([*HISTORY, "--results", "{tmp}/file.txt"], 2, "--results {tmp}/file.txt: not a directory"),
+    ([*HISTORY, "--results", "{tmp}/out", "--work", "{tmp}/out"], 2, "overlap"),
+    ([*HISTORY, "--results", "{tmp}/out", "--work", "{tmp}/out/envs"], 2, "overlap"),
+    ([*HISTORY, "--results", "{repo}/.git/results"], 2, "inside the repository's .git"),
+    ([*HISTORY, "--work", "{tmp}/file.txt"], 2, "--work {tmp}/file.txt: not a directory"),
+    ([*HISTORY, "--html", "{repo}"], 2, "is the repository"),
+    ([*HISTORY, "--html", "{tmp}/notes"], 2, "is not empty and is not a site `sgemm publish` made"),
+    ([*HISTORY, "--html", "{tmp}/no/such/site"], 2, "does not exist"),
+    ([*HISTORY, "--npm-cache", "{tmp}/no/such/cache"], 2,
+     "--npm-cache {tmp}/no/such/cache: the folder it would be made in, {tmp}/no/such, does not exist"),
+    ([*HISTORY, "--first", "0"], 2, "--first"),
+    (["history", "--repo", "{tmp}", "--dry-run"], 2, "has no asv.conf.json"),
+    # machine
+    (["machine", "--name", "n" * 65], 2, "a machine name is 1 to 64"),
+    (["machine", "--file", "{tmp}/missing/machines.json"], 2, "the folder {tmp}/missing does not exist"),
+    (["machine", "--file", "{tmp}"], 2, "--file {tmp} is a directory"),
+    (["machine", "--name", "../evil"], 2, "a machine name is"),
+    (["machine", "--name", ""], 2, "a machine name is"),
+    # noise
+    (["noise", "--machine", "box", "--repo", "{tmp}"], 2, "give asv results (--results) or paired gates' work folders"),
+    (["noise", "--machine", "box", "--rounds", "{tmp}/nowhere", "--out", "{tmp}/n.json"], 2,
+     "--rounds {tmp}/nowhere: no such folder"),
+    (["noise", "--machine", "box", "--rounds", "{tmp}/notes", "--out", "{tmp}/n.json"], 2,
+     "no case was measured in two rounds or more"),
+    (["noise", "--machine", "..", "--rounds", "{tmp}/notes"], 2, "a machine name is 1 to 64"),
+    (["noise", "--machine", "../GEMM/x", "--rounds", "{tmp}/notes"], 2, "a machine name is 1 to 64"),
+    (["noise", "--machine", "box", "--rounds", "{tmp}/notes", "--out", "{tmp}/no/such/n.json"], 2,
+     "the folder {tmp}/no/such does not exist"),
+    (["noise", "--machine", "box", "--rounds", "{tmp}/notes", "--out", "{tmp}"], 2, "--out {tmp} is a directory"),
+    # gate
+    ([*GATE, "--rounds", "0"], 2, "at least 3"),
+    ([*GATE, "--rounds", "2"], 2, "at least 3"),
+    ([*GATE, "--size", "0"], 2, "a size must be at least 1, got 0"),
+    ([*GATE, "--size", "-5"], 2, "a size must be at least 1, got -5"),
+    ([*GATE, "--size", "12345"], 2, "--size 12345: not among the suite's sizes"),
+    ([*GATE, "--threshold-for", "fp16/*=4=5"], 2, "expected PATTERN=PERCENT with one '='"),
+    ([*GATE, "--threshold-for", "=4"], 2, "expected PATTERN=PERCENT"),
+    ([*GATE, "--threshold-for", "fp64/*=4"], 2, "--threshold-for 'fp64/*' matches no kernel"),
+    ([*GATE, "--threshold", "150"], 2, "between 0 and 100"),
+    ([*GATE, "-k", "nosuchkernel"], 2, "unknown kernel 'nosuchkernel'"),
+    ([*GATE, "--machine", "a/b"], 2, "a machine name is"),
+    ([*GATE, "--report", "{tmp}/missing/gate.md"], 2, "the folder {tmp}/missing does not exist"),
+    ([*GATE, "--device", "-1"], 2, "a device index must be at least 0"),
+    ([*GATE, "--rounds", "5", "--max-rounds", "4"], 2, "--max-rounds 4 is below --rounds 5"),
+    ([*GATE, "--noise", "{tmp}/missing.json"], 2, "--noise {tmp}/missing.json: no such file"),
+    ([*GATE, "-k", "bf16/wgmma_tma", "--size", "1024"], 2, "no case of the suite measures that"),
+    (["gate", "HEAD~1", "HEAD", "--repo", "{tmp}", "--dry-run"], 2, "no sgemm/catalogue.toml"),
+    (["gate", "HEAD", "HEAD", "--repo", "{repo}", "--dry-run"], 2, "nothing to compare"),
+    (["gate", "main", "HEAD", "--repo", "{repo}", "--dry-run"], 2, "nothing to compare"),
+    (["gate", "nosuchcommit", "HEAD", "--repo", "{repo}", "--dry-run"], 2, "'nosuchcommit' is not a commit"),
+]
+
+
+
+
+# More of each kind, and the inputs that once ran on, touched the GPU first, wrote where they should not, or ended in
+# a traceback.
+BISECT = ["--repo", "{repo}", "--machine", "box", "--results", "{results}"]
+ENDS = ["--size", "4096", "--good", "HEAD~1", "--bad", "HEAD"]
+BISECT_AND_CONFIRM = [
+    (["bisect", "fp32/warptile", "--size", "4096", "--good", "HEAD", "--bad", "HEAD~1", *BISECT], 2,
+     "sgemm bisect: fp32/warptile at 4096 (the command line): the good end … is not an ancestor of the bad end"),
+    (["bisect", "fp32/warptile", "--size", "4096", "--good", "HEAD", "--bad", "HEAD", *BISECT], 2,
+     "the good and the bad end are the same commit … the range is empty"),
+    (["bisect", "fp32/warptile", "--size", "4096", "--good", "nope", "--bad", "HEAD", *BISECT], 2,
+     "the good end 'nope' is not a commit of {repo}"),
+    (["bisect", "fp32/nope", *ENDS, *BISECT], 2, "fp32/nope is not in the catalogue of the good end"),
+    (["bisect", "fp32/cublas", *ENDS, *BISECT], 2, "fp32/cublas calls cublas, one library at every commit"),
+    (["bisect", "fp16/wgmma_tma", "--size", "1000", "--good", "HEAD~1", "--bad", "HEAD", *BISECT], 2,
+     "fp16/wgmma_tma needs M to be a multiple of 128 (got M=1000)"),
+    (["bisect", "fp32/warptile", "--good", "HEAD~1", "--bad", "HEAD", *BISECT], 2, "--size missing"),
+    (["bisect", "--notice", "x", "--notices", "{tmp}/notes/mine.txt", *BISECT], 2,
+     "--notices {tmp}/notes/mine.txt: not a readable JSON file"),
+    (["bisect", "--notice", "x", "--notices", "{tmp}/nothere.json", *BISECT], 2,
+     "--notices {tmp}/nothere.json: no such file"),
+    (["bisect", "fp32/warptile", *ENDS, "--repo", "{repo}", "--machine", "box", "--results", "{tmp}/file.txt"], 2,
+     "--results {tmp}/file.txt is not a directory"),
+    (["bisect", "fp32/warptile", *ENDS, *BISECT, "--confidence", "150"], 2,
+     "expected a percentage between 0 and 100, got '150'"),
+    (["bisect", "fp32/warptile", *ENDS, *BISECT, "--max-builds", "0"], 2, "--max-builds must be at least 2, got 0"),
+    (["confirm", "fp32/warptile", "--size", "4096", "--good", "HEAD", "--bad", "HEAD~1", *BISECT], 2,
+     "sgemm confirm: fp32/warptile at 4096 (the command line): the good end … is not an ancestor of the bad end"),
+    (["confirm", "--notices", "{tmp}/notes/mine.txt", *BISECT], 2,
+     "--notices {tmp}/notes/mine.txt: not a readable JSON file"),
+    (["confirm", "fp32/nope", *ENDS, *BISECT], 2, "fp32/nope is not in the catalogue of the good end"),
+]
+
+VARIANTS = [
+    # the command line
+    (["list", "extra"], 2, "unrecognized arguments: extra"),
+    (["list", "--device", "x"], 2, "a device index is a whole number, got 'x'"),
+    (["list", "--wide", "-k", "fp99"], 2, "unknown kernel 'fp99'; did you mean fp32, fp16?"),
+    (["list", "-k", "fp32", "-k", "nope"], 2, "unknown kernel 'nope'"),
+    (["list", "-k", ""], 2, "unknown kernel ''"),
+    (["check", "--shape", "1x1"], 2, "a shape is MxNxK"),
+    (["check", "--shape", "1x1x1x1"], 2, "a shape is MxNxK"),
+    (["check", "--shape", "1.5x2x2"], 2, "a shape is MxNxK"),
+    (["check", "--shape", ""], 2, "a shape is MxNxK"),
+    (["check", "--alpha", "inf"], 2, "expected a finite number, got 'inf'"),
+    (["check", "--alpha", "1e400"], 2, "expected a finite number, got '1e400'"),
+    (["check", "--beta=-nan"], 2, "expected a finite number, got '-nan'"),
+    (["check", "--device", "1.5"], 2, "a device index is a whole number, got '1.5'"),
+    (["check", "-k", "fp32/naive", "-k", "fp64/naive"], 2, "unknown kernel 'fp64/naive'"),
+    (["bench", "--json", ""], 2, "argument --json: expected a path, got ''"),
+    (["bench", "--json", "{tmp}/file.txt/x.json"], 2, "the folder {tmp}/file.txt does not exist"),
+    (["bench", "--json", "{tmp}/notes"], 2, "--json {tmp}/notes is a directory"),
+    (["bench", "--json", "~/no/such/out.json"], 2, "the folder {home}/no/such does not exist"),
+    (["bench", "--size", "1024", "--size", "0"], 2, "a size must be at least 1, got 0"),
+    (["bench", "--size", "1e3"], 2, "a size is a whole number, got '1e3'"),
+    (["bench", "--shape", "0x1x1"], 2, "M, N and K must be at least 1"),
+    (["bench", "--shape", "4x4x4", "--size", "4"], 2, "not allowed with argument --shape"),
+    (["bench", "--versus-baseline", "-k", "zz"], 2, "unknown kernel 'zz'"),
+    # report: what it reads and where it writes, checked before the GPU is asked to name the machine
+    (["report", "--out", ""], 2, "argument --out: expected a path, got ''"),
+    (["report", "--out", "{repo}", "--results", "{results}", "--machine", "gpu-box"], 2,
+     "--out {repo} holds a README.md that no report wrote"),
+    (["report", "--out", ".", "--results", "{results}", "--machine", "gpu-box"], 2,
+     ("--out . holds a README.md that no "
+     "report wrote"), write("cwd/README.md", "mine"),
+     "a README.md of someone's in the working directory"),
+    (["report", "--out", "{results}", "--results", "{results}", "--machine", "gpu-box"], 2,
+     "--out {results} lies in the asv results tree {results}"),
+    (["report", "--out", "{results}/gpu-box/report", "--results", "{results}", "--machine", "gpu-box"], 2,
+     "lies in the asv results tree {results}"),
+    (["report", "--out", "{tmp}/no/such/report", "--results", "{results}", "--machine", "gpu-box"], 2,
+     "--out {tmp}/no/such/report: the folder it would be made in, {tmp}/no/such, does not exist"),
+    (["report", "--out", "{tmp}/file.txt/report"], 2, "the folder it would be made in, {tmp}/file.txt, does not exist"),
+    (["report", "--out", "~/no/such/report"], 2, "the folder it would be made in, {home}/no/such, does not exist"),
+    ([*REPORT, "--results", ""], 2, "argument --results: expected a path, got ''"),
+    ([*REPORT, "--results", "{tmp}/nowhere"], 2, "--results {tmp}/nowhere: no asv results there"),
+    ([*REPORT, "--results", "{tmp}/file.txt"], 2, "--results {tmp}/file.txt: no asv results there"),
+    ([*REPORT, "--results", "{tmp}/notes"], 2, "--results {tmp}/notes: no asv results there"),
+    ([*REPORT, "--results", "{results}", "--machine", "gpu-box"], 2,
+     "Gemm has parameters [], not this suite's ['kernel', 'size', 'precision']"),
+    ([*REPORT, "--results", "{results}", "--machine", "gpu-box", "--commit", "zzz"], 2,
+     "no Gemm results for machine 'gpu-box' at commit zzz"),
+    ([*REPORT, "--results", "{tmp}/bad", "--machine", "gpu-box"], 2, "Error parsing JSON in file '{tmp}/bad/gpu-box/",
+     TRUNCATED, "a truncated run file"),
+    ([*REPORT, "--results", "{results}", "--machine", ""], 2, "a machine name is 1 to 64"),
+    ([*REPORT, "--results", "{results}", "--size", "1024"], 2, "with --results the sizes are those asv ran"),
+    ([*REPORT, "--machine", "gpu-box"], 2, "--machine and --commit choose a run of asv results: pass --results"),
+    ([*REPORT, "--commit", "0123abc"], 2, "--machine and --commit choose a run of asv results: pass --results"),
+    ([*REPORT, "--seed", "999", "--seed", "001"], 2, "unknown seed 999; seeds: 000, 001"),
+    ([*REPORT, "--seed", ""], 2, "unknown seed ; seeds:"),
+    ([*REPORT, "--across-gpus", "--results", "{results}", "--machine", "gpu-box"], 2,
+     "--across-gpus takes every machine's newest run and one --size"),
+    ([*REPORT, "--across-gpus", "--results", "{results}", "--size", "1024", "--size", "2048"], 2,
+     "--across-gpus takes every machine's newest run and one --size"),
+    ([*REPORT, "--across-gpus", "--results", "{results}"], 2, "Gemm has parameters [], not this suite's"),
+    ([*REPORT, "--across-gpus", "--results", "{tmp}/file.txt"], 2, "no asv machine directories in {tmp}/file.txt"),
+    ([*REPORT, "--across-gpus", "--results", "{tmp}/bad"], 2, "Error parsing JSON", TRUNCATED, "a truncated run file"),
+    # merge
+    (["merge", "{results}", "--into", ""], 2, "argument --into: expected a path, got ''"),
+    (["merge", "", "--into", "{tmp}/merged"], 2, "argument sources: expected a path, got ''"),
+    (["merge", "{results}", "--into", "{tmp}/data"], 2, "{results} lies inside --into {tmp}/data"),
+    (["merge", "{results}", "--into", "{tmp}/file.txt/merged"], 2,
+     "--into {tmp}/file.txt/merged: the folder it would be made in, {tmp}/file.txt, does not exist"),
+    (["merge", "{tmp}/file.txt", "--into", "{tmp}/merged"], 2, "{tmp}/file.txt: not a directory"),
+    (["merge", "{results}/gpu-box", "--into", "{tmp}/merged"], 2, "cannot merge, nothing was written:", None, "", 3),
+    (["merge", "{tmp}/bad", "--into", "{tmp}/merged"], 2, "{tmp}/bad/benchmarks.json: not valid JSON", BAD_BENCHMARKS,
+     "a benchmarks.json cut short"),
+    (["merge", "{tmp}/bad", "--into", "{tmp}/merged"], 2,
+     ("{tmp}/bad/gpu-box/0123456789abcdef-existing.json: not an asv "
+     "results file of machine 'gpu-box'"), TRUNCATED, "a truncated run file"),
+    (["merge", "{tmp}/bad", "--into", "{results}"], 2, "cannot merge, nothing was written:", TRUNCATED,
+     "a truncated run file over a good one", 3),
+    # publish: every place checked before asv publish runs
+    (["publish", "--results", "{results}", "--repo", "{repo}", "--html", ""], 2,
+     "argument --html: expected a path, got ''"),
+    (["publish", "--results", "", "--repo", "{repo}", "--html", "{tmp}/site"], 2,
+     "argument --results: expected a path, got ''"),
+    ([*PUBLISH, "--repo", "", "--html", "{tmp}/site"], 2, "argument --repo: expected a path, got ''"),
+    ([*PUBLISH, "--html", "~"], 2, "--html {home} is not empty and is not a site `sgemm publish` made"),
+    ([*PUBLISH, "--html", "/"], 2, "--html / holds the repository"),
+    ([*PUBLISH, "--html", "{tmp}"], 2, "--html {tmp} holds the repository ({repo})"),
+    ([*PUBLISH, "--html", "{repo}/sgemm"], 2, "is not empty and is not a site `sgemm publish` made"),
+    ([*PUBLISH, "--html", "{repo}/kernels"], 2, "is not empty and is not a site `sgemm publish` made"),
+    ([*PUBLISH, "--html", "{tmp}/gitsite"], 2, "--html {tmp}/gitsite is not empty and is not a site", GIT_SITE,
+     "a gh-pages checkout no publish made"),
+    ([*PUBLISH, "--html", "{tmp}/site", "--npm-cache", "{tmp}/file.txt"], 2, ("--npm-cache {tmp}/file.txt: not a "
+     "directory")),
+    ([*PUBLISH, "--html", "{tmp}/site", "--npm-cache", "{tmp}/no/such/cache"], 2,
+     "--npm-cache {tmp}/no/such/cache: the folder it would be made in, {tmp}/no/such, does not exist"),
+    ([*PUBLISH, "--html", "{tmp}/site", "--npm-cache", "{tmp}/site"], 2, "--html {tmp}/site is the npm cache"),
+    ([*PUBLISH, "--html", "{tmp}/site", "--npm-cache", ""], 2, "argument --npm-cache: expected a path, got ''"),
+    # a cache folder not there yet is accepted (and not made by a refused publish): the --html after it refuses
+    ([*PUBLISH, "--html", "{tmp}/notes", "--npm-cache", "{tmp}/new-cache"], 2,
+     "--html {tmp}/notes is not empty and is not a site"),
+    (["publish", "--results", "{results}/gpu-box", "--repo", "{repo}", "--html", "{tmp}/site"], 2,
+     "{results}/gpu-box: not an asv results tree (no benchmarks.json)"),
+    (["publish", "--results", "{tmp}/file.txt", "--repo", "{repo}", "--html", "{tmp}/site"], 2,
+     "{tmp}/file.txt: not an asv results tree"),
+    ([*PUBLISH, "--html", "{tmp}/site", "--size", "x"], 2, "a size is a whole number, got 'x'"),
+    ([*PUBLISH, "--html", "{tmp}/site", "--size", "-1"], 2, "a size must be at least 1, got -1"),
+    # history
+    ([*HISTORY, "--html", ""], 2, "argument --html: expected a path, got ''"),
+    ([*HISTORY, "--results", ""], 2, "argument --results: expected a path, got ''"),
+    ([*HISTORY, "--work", ""], 2, "argument --work: expected a path, got ''"),
+    ([*HISTORY, "--html", "~"], 2, "--html {home} is not empty and is not a site `sgemm publish` made"),
+    ([*HISTORY, "--html", "."], 2, "--html . holds the results ({tmp}/cwd/results)"),
+    ([*HISTORY, "--html", "{tmp}/gitsite"], 2, "--html {tmp}/gitsite is not empty and is not a site", GIT_SITE,
+     "a gh-pages checkout no publish made"),
+    ([*HISTORY, "--npm-cache", "{tmp}/file.txt"], 2, "--npm-cache {tmp}/file.txt: not a directory"),
+    ([*HISTORY, "--npm-cache", "{tmp}/site", "--html", "{tmp}/site"], 2, "--html {tmp}/site is the npm cache"),
+    # as for publish: a cache folder not there yet is accepted and not made; the --html after it refuses
+    ([*HISTORY, "--npm-cache", "{tmp}/new-cache", "--html", "{tmp}/notes"], 2,
+     "--html {tmp}/notes is not empty and is not a site"),
+    ([*HISTORY, "--results", "{results}", "--html", "{tmp}/data"], 2, "--html {tmp}/data holds the results"),
+    ([*HISTORY, "--results", "{repo}"], 2, "--work {repo}/.asv/history and --results {repo} overlap"),
+    ([*HISTORY, "--results", "{repo}/.git"], 2, "--results {repo}/.git lies inside the repository's .git"),
+    ([*HISTORY, "--work", "{repo}/.git/work"], 2, "--work {repo}/.git/work lies inside the repository's .git"),
+    ([*HISTORY, "--work", "{results}", "--results", "{results}"], 2, "overlap"),
+    ([*HISTORY, "--results", "{tmp}/file.txt/results"], 2,
+     ("--results {tmp}/file.txt/results: {tmp}/file.txt cannot be "
+     "written here")),
+    ([*HISTORY, "--gpus", "0"], 2, "--gpus takes a number of GPUs (at least 1) or 'all', got '0'"),
+    ([*HISTORY, "--gpus", "x"], 2, "--gpus takes a number of GPUs (at least 1) or 'all', got 'x'"),
+    ([*HISTORY, "--first", "-1"], 2, "--first must be at least 1, got -1"),
+    ([*HISTORY, "--first", "x"], 2, "--first is a whole number, got 'x'"),
+    (["history", "--repo", "{tmp}/nowhere", "--dry-run"], 2, "{tmp}/nowhere has no asv.conf.json"),
+    (["history", "--repo", "{tmp}/file.txt", "--dry-run"], 2, "{tmp}/file.txt has no asv.conf.json"),
+    (["history", "--repo", "", "--dry-run"], 2, "argument --repo: expected a path, got ''"),
+    (["history", "--repo", "{repo}", "--machine", "", "--dry-run"], 2, "a machine name is 1 to 64"),
+    (["history", "--repo", "{repo}", "--machine", "..", "--dry-run"], 2, "a machine name is 1 to 64"),
+    # machine: the file checked before the GPU is asked for the entry
+    (["machine", "--file", "{tmp}/bad.json"], 2, "{tmp}/bad.json is not valid JSON", NOT_JSON, ("a file that is not "
+     "JSON")),
+    (["machine", "--file", "{tmp}/list.json"], 2, "{tmp}/list.json does not hold a JSON object", A_LIST,
+     "a JSON list"),
+    (["machine", "--file", "{tmp}/file.txt"], 2, "{tmp}/file.txt is not valid JSON"),
+    (["machine", "--file", ""], 2, "argument --file: expected a path, got ''"),
+    (["machine", "--file", "{tmp}/file.txt/machines.json"], 2, "the folder {tmp}/file.txt does not exist"),
+    (["machine", "--file", "~/no/such/machines.json"], 2, "the folder {home}/no/such does not exist"),
+    (["machine", "--name", "a b"], 2, "a machine name is 1 to 64"),
+    (["machine", "--name", "-x"], 2, "expected one argument"),
+    (["machine", "--name", ".hidden"], 2, "a machine name is 1 to 64"),
+    (["machine", "--device", "-1"], 2, "a device index must be at least 0, got -1"),
+    # noise
+    (["noise", "--machine", "gpu-box", "--results", "{tmp}/bad", "--out", "{tmp}/n.json"], 2,
+     "cannot read the asv results of 'gpu-box' in {tmp}/bad: Error parsing JSON", TRUNCATED, "a truncated run file"),
+    (["noise", "--machine", "gpu-box", "--results", "{results}", "--out", "{tmp}/n.json"], 2,
+     "no case was measured in two rounds or more"),
+    (["noise", "--machine", "gpu-box", "--results", "{tmp}/file.txt", "--out", "{tmp}/n.json"], 2,
+     "{tmp}/file.txt has no results of machine 'gpu-box'"),
+    (["noise", "--machine", "other-box", "--results", "{results}", "--out", "{tmp}/n.json"], 2,
+     "{results} has no results of machine 'other-box'"),
+    (["noise", "--machine", "box", "--rounds", "{tmp}/file.txt", "--out", "{tmp}/n.json"], 2,
+     "--rounds {tmp}/file.txt: no such folder"),
+    (["noise", "--machine", "box", "--rounds", "{tmp}/gate-work", "--out", "{tmp}/n.json"], 2,
+     "cannot read the paired rounds in {tmp}/gate-work", ROUNDS_NOT_JSON, "a round file that is not JSON"),
+    (["noise", "--machine", "box", "--rounds", "{tmp}/gate-work", "--out", "{tmp}/n.json"], 2,
+     "cannot read the paired rounds in {tmp}/gate-work", ROUNDS_WORD_RATIO, "a ratio that is a word"),
+    (["noise", "--machine", "box", "--rounds", "{tmp}/gate-work", "--out", "{tmp}/n.json"], 2,
+     "cannot read the paired rounds in {tmp}/gate-work", lambda root: (ROUNDS_BAD_PLAN(root), write(
+         "gate-work/rounds/round-1.jsonl", '{"label": "x", "ratio": 1.0}\n')(root)), "a round plan cut short"),
+    (["noise", "--machine", "gpu-box", "--results", "{results}", "--out", ""], 2,
+     "argument --out: expected a path, got ''"),
+    (["noise", "--machine", "gpu-box", "--results", ""], 2, "argument --results: expected a path, got ''"),
+    (["noise", "--machine", "gpu-box", "--results", "{results}", "--out", "{tmp}/file.txt/n.json"], 2,
+     "the folder {tmp}/file.txt does not exist"),
+    (["noise", "--machine", "gpu-box", "--results", "{results}", "--out", "~/no/such/n.json"], 2,
+     "the folder {home}/no/such does not exist"),
+    (["noise", "--results", "{results}"], 2, "the following arguments are required: --machine"),
+    (["noise", "--machine", "", "--results", "{results}"], 2, "a machine name is 1 to 64"),
+    # gate
+    ([*GATE, "--noise", "{tmp}/file.txt"], 2, "--noise {tmp}/file.txt is not a noise file"),
+    ([*GATE, "--noise", "{tmp}/list.json"], 2, "--noise {tmp}/list.json is not a noise file", A_LIST, "a JSON list"),
+    ([*GATE, "--noise", "{tmp}/other.json", "--machine", "box"], 2,
+     "--noise {tmp}/other.json is the noise of machine 'other', not of 'box'", OTHER_NOISE, "another machine's noise"),
+    ([*GATE, "--noise", "{tmp}/notes"], 2, "--noise {tmp}/notes: no such file"),
+    ([*GATE, "--noise", ""], 2, "argument --noise: expected a path, got ''"),
+    ([*GATE, "--report", "{tmp}"], 2, "--report {tmp} is a directory: name a file"),
+    ([*GATE, "--report", ""], 2, "argument --report: expected a path, got ''"),
+    ([*GATE, "--report", "~/no/such/gate.md"], 2, "the folder {home}/no/such does not exist"),
+    ([*GATE, "--work", "{tmp}/file.txt"], 2, "--work {tmp}/file.txt: not a directory"),
+    ([*GATE, "--work", "{repo}/.git/gate"], 2, "--work {repo}/.git/gate lies inside the repository's .git"),
+    ([*GATE, "--work", ""], 2, "argument --work: expected a path, got ''"),
+    ([*GATE, "--threshold", "-1"], 2, "between 0 and 100, got '-1'"),
+    ([*GATE, "--threshold", "nan"], 2, "between 0 and 100, got 'nan'"),
+    ([*GATE, "--threshold", "100"], 2, "between 0 and 100, got '100'"),
+    ([*GATE, "--threshold-for", "fp16/*=nan"], 2, "expected PATTERN=PERCENT"),
+    ([*GATE, "--threshold-for", "fp16/*=inf"], 2, "expected PATTERN=PERCENT"),
+    ([*GATE, "--threshold-for", "fp16/*=-1"], 2, "expected PATTERN=PERCENT"),
+    ([*GATE, "--threshold-for", "fp16/*"], 2, "expected PATTERN=PERCENT"),
+    ([*GATE, "--rounds", "3.5"], 2, "at least 3"),
+    ([*GATE, "--max-rounds", "2"], 2, "at least 3"),
+    ([*GATE, "--size", "1024", "--size", "999"], 2, "--size 999: not among the suite's sizes"),
+    ([*GATE, "-k", "fp32/nope"], 2, "unknown kernel 'fp32/nope'"),
+    ([*GATE, "-k", "fp99"], 2, "unknown kernel 'fp99'"),
+    ([*GATE, "-k", ""], 2, "unknown kernel ''"),
+    ([*GATE, "--machine", ""], 2, "a machine name is 1 to 64"),
+    ([*GATE, "--device", "x"], 2, "a device index is a whole number"),
+    ([*GATE, "--unknown"], 2, "unrecognized arguments: --unknown"),
+    (["gate", "HEAD~1", "--repo", "{repo}", "--dry-run"], 2, "the following arguments are required: head"),
+    (["gate", "HEAD~1", "HEAD", "--repo", "{tmp}/nowhere", "--dry-run"], 2, "{tmp}/nowhere: no sgemm/catalogue.toml"),
+    (["gate", "HEAD~1", "HEAD", "--repo", "{tmp}/file.txt", "--dry-run"], 2, "{tmp}/file.txt: no sgemm/catalogue.toml"),
+    (["gate", "HEAD~1", "HEAD", "--repo", "", "--dry-run"], 2, "argument --repo: expected a path, got ''"),
+    (["gate", "HEAD", "nosuch", "--repo", "{repo}", "--dry-run"], 2, "'nosuch' is not a commit of {repo}"),
+    (["gate", "HEAD~5", "HEAD", "--repo", "{repo}", "--dry-run"], 2, "'HEAD~5' is not a commit of {repo}"),
+    (["gate", "HEAD~1", "HEAD~1", "--repo", "{repo}", "--dry-run"], 2, "are the same commit: nothing to compare"),
+]
+
+
+# --- The catalogue: one bad field at a time (not the kernels' geometry: block_threads, block_tile, shared_memory, tma,
+# cluster and grid are checked elsewhere) ---------------------------------------------------------------------------
+
+CATALOGUE = "repo/sgemm/catalogue.toml"
+
+
+def _table(text: str, where: str) -> tuple[int, int]:
+    """Where a table of the catalogue starts and ends: a kernel by name, "precision NAME", "suite" or "seed FILE"."""
+    kind, _, name = where.partition(" ")
+    heads = {"precision": f'[[precision]]\nname = "{name}"\n', "suite": "\n[suite]\n",
+             "seed": f'[[seed]]\nfile = "{name}'}
+    start = text.index(heads.get(kind, f'[[kernel]]\nname = "{where}"\n'))
+    end = text.find("\n[", start + 2)
+    return start, len(text) if end < 0 else end
+
+
+def edit(*changes: tuple[str, str, str]):
+    """The catalogue with each (table, old, new) change made inside that table; an `old` ending in '...' stands for
+    the rest of its line."""
+    def setup(root: Path) -> None:
+        path = root / CATALOGUE
+        text = path.read_text()
+        for where, old, new in changes:
+            start, end = _table(text, where)
+            table = text[start:end]
+            if old.endswith("..."):
+                line_start = table.index("\n" + old[:-3]) + 1
+                new = new.replace(old, table[line_start:table.index("\n", line_start)])
+                old = table[line_start:table.index("\n", line_start)]
+            assert old in table, f"{old!r} is not in the {where} table: the catalogue changed, update this row"
+            text = text[:start] + table.replace(old, new, 1) + text[end:]
+        path.write_text(text)
+
+    return setup
+
+
+def replace_file(content: str | bytes | None):
+    """The catalogue's file replaced by `content`, by a folder (content "folder") or by nothing (None)."""
+    def setup(root: Path) -> None:
+        path = root / CATALOGUE
+        path.unlink()
+        if content == "folder":
+            path.mkdir()
+        elif content is not None:
+            (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+
+    return setup
+
+
+K, L, P, S, D = "fp32/naive", "fp32/cublas", "precision fp32", "suite", "seed 000"
+MCC = "min_compute_capability = 70"
+ORIGIN = 'seed = "000_d5d34bc6da484ce9.txt", label = "kernel_1"'
+MULTIPLE = "multiple_of = { m = 1, n = 1, k = 1 }"
+SOURCE = 'source = "fp32_naive.cu"'
+SIZES = "sizes = [1000, 1024, 2048, 4096, 8192]"
+
+
+def field(where: str, old: str, new: str):
+    return edit((where, old, new))
+
+
+def added(where: str, after: str, line: str):
+    return edit((where, after, f"{after}\n{line}"))
+
+
+# (what is wrong, the change, what the message says: the entry or table, the field, the rule, the value found)
+CATALOGUE_ERRORS = [
+    # [[kernel]]: names
+    ("name empty", field(K, 'name = "fp32/naive"', 'name = ""'),
+     "[[kernel]] table 4 (counting from 1): name must be a non-empty string, got ''"),
+    ("name a number", field(K, 'name = "fp32/naive"', "name = 5"), "name must be a non-empty string, got 5"),
+    ("name of no precision", field(K, 'name = "fp32/naive"', 'name = "fp64/naive"'),
+     "fp64/naive: a name is '<precision>/<kernel>' with precision one of ('fp32', 'fp16', 'bf16')"),
+    ("name without a kernel", field(K, 'name = "fp32/naive"', 'name = "fp32"'),
+     "fp32: a name is '<precision>/<kernel>'"),
+    ("name of three parts", field(K, 'name = "fp32/naive"', 'name = "fp32/naive/x"'),
+     "fp32/naive/x: a name is '<precision>/<kernel>'"),
+    ("name upper case", field(K, 'name = "fp32/naive"', 'name = "FP32/naive"'), "FP32/naive: a name is"),
+    ("name twice", field(K, 'name = "fp32/naive"', 'name = "fp32/naive_16"'), "fp32/naive_16: listed twice"),
+    ("name missing", field(K, 'name = "fp32/naive"\n', ""), ("[[kernel]] table 4 (counting from 1): missing fields "
+     "['name']")),
+    # technique, library
+    ("technique empty", field(K, "technique = ...", 'technique = ""'),
+     "fp32/naive: technique must be a non-empty string, got ''"),
+    ("technique a number", field(K, "technique = ...", "technique = 3"), "fp32/naive: technique must be a non-empty"),
+    ("technique missing", field(K, "technique = ...", "#"), "fp32/naive: missing fields ['technique']"),
+    ("library empty", field(L, 'library = "cublas"', 'library = ""'),
+     "fp32/cublas: library must be a non-empty string"),
+    ("library a number", field(L, 'library = "cublas"', "library = 1"), "fp32/cublas: library must be a non-empty"),
+    ("library missing", field(L, 'library = "cublas"', "#"), "fp32/cublas: a compiled kernel needs ["),
+    ("library kernel with a source", added(L, 'library = "cublas"', SOURCE), ("fp32/cublas: a library kernel has no "
+     "['source']")),
+    ("library kernel with a pitch", added(L, 'library = "cublas"', "pitch = 8"), "a library kernel has no ['pitch']"),
+    ("library kernel with may_spill", added(L, 'library = "cublas"', "may_spill = true"),
+     "a library kernel has no ['may_spill']"),
+    ("unknown field", added(K, SOURCE, 'colour = "red"'), "fp32/naive: unknown fields ['colour']"),
+    # min_compute_capability
+    ("compute capability a word", field(K, MCC, 'min_compute_capability = "abc"'),
+     "fp32/naive: min_compute_capability must be an integer such as 80 for compute capability 8.0"),
+    ("compute capability 7.0", field(K, MCC, "min_compute_capability = 7.0"), ("min_compute_capability must be an "
+     "integer such as 80 for compute capability 8.0 (major * 10 + minor), got 7.0")),
+    ("compute capability 8", field(K, MCC, "min_compute_capability = 8"), ("min_compute_capability must be an integer "
+     "such as 80 for compute capability 8.0 (major * 10 + minor), got 8")),
+    ("compute capability true", field(K, MCC, "min_compute_capability = true"), "got True"),
+    ("compute capability negative", field(K, MCC, "min_compute_capability = -70"), "got -70"),
+    ("compute capability a list", field(L, MCC, "min_compute_capability = [70]"),
+     ("fp32/cublas: min_compute_capability "
+     "must be an integer")),
+    ("compute capability missing", field(K, MCC, "#"), "fp32/naive: missing fields ['min_compute_capability']"),
+    # origins
+    ("origins a string", field(K, "origins = ...", 'origins = "x"'),
+     "fp32/naive: origins must be a list of { seed = file, label = step } tables, got 'x'"),
+    ("origin without label", field(K, ', label = "kernel_1" }', " }"),
+     "fp32/naive: origins[0] must be a table { seed = file, label = step } (it lacks label)"),
+    ("origin without seed", field(K, ORIGIN, 'label = "kernel_1"'),
+     ("origins[0] must be a table { seed = file, label = "
+     "step } (it lacks seed)")),
+    ("origin seed empty", field(K, ORIGIN, 'seed = "", label = "kernel_1"'),
+     "fp32/naive: origins[0].seed must be a non-empty string, got ''"),
+    ("origin seed a number", field(K, ORIGIN, 'seed = 0, label = "kernel_1"'), "origins[0].seed must be a non-empty"),
+    ("origin label a number", field(K, ORIGIN, 'seed = "000_d5d34bc6da484ce9.txt", label = 1'),
+     "fp32/naive: origins[0].label must be a non-empty string, got 1"),
+    ("origin a number", field(K, "{ " + ORIGIN + " }", "1"), "fp32/naive: origins[0] must be a table"),
+    # renamed_from
+    ("renamed_from a number", added(K, MCC, "renamed_from = 5"), ("fp32/naive: renamed_from must be a kernel name or a "
+     "list of them, got 5")),
+    ("renamed_from itself", added(K, MCC, 'renamed_from = "fp32/naive"'),
+     "fp32/naive: renamed_from 'fp32/naive' must be another 'fp32/<kernel>' name"),
+    ("renamed_from another precision", added(K, MCC, 'renamed_from = "fp16/old"'),
+     "renamed_from 'fp16/old' must be another 'fp32/<kernel>' name"),
+    ("renamed_from a list with a number", added(K, MCC, 'renamed_from = ["fp32/old", 3]'),
+     "renamed_from must be a kernel name or a list of them, got ['fp32/old', 3]"),
+    ("renamed_from a kernel still listed", added(K, MCC, 'renamed_from = "fp32/naive_16"'),
+     "fp32/naive: renamed_from 'fp32/naive_16', which is still listed as a kernel"),
+    ("renamed_from without a kernel", added(K, MCC, 'renamed_from = "old"'), "renamed_from 'old' must be another"),
+    ("renamed_from empty", added(K, MCC, 'renamed_from = ""'), "renamed_from '' must be another 'fp32/<kernel>' name"),
+    ("renamed_from claimed twice", edit((L, MCC, f'{MCC}\nrenamed_from = "fp32/old"'),
+                                        (K, MCC, f'{MCC}\nrenamed_from = "fp32/old"')),
+     "fp32/naive: renamed_from 'fp32/old', which fp32/cublas was renamed from"),
+    # sizes
+    ("sizes empty", added(K, MCC, "sizes = []"),
+     ("fp32/naive: sizes must be a non-empty list of the suite's sizes, got "
+     "[]")),
+    ("sizes not the suite's", added(K, MCC, "sizes = [999]"),
+     "fp32/naive: sizes must be some of the suite's sizes [1000, 1024, 2048, 4096, 8192], got [999]"),
+    ("sizes a string", added(K, MCC, 'sizes = "1024"'), ("sizes must be a non-empty list of the suite's sizes, got "
+     "'1024'")),
+    ("sizes zero", added(K, MCC, "sizes = [0]"), "fp32/naive: sizes[0] must be a positive integer, got 0"),
+    ("sizes a float", added(K, MCC, "sizes = [1024.0]"), "sizes[0] must be a positive integer, got 1024.0"),
+    ("sizes of a library kernel not the suite's", field(L, MCC, f"{MCC}\nsizes = [4096, 512]"),
+     "fp32/cublas: sizes must be some of the suite's sizes"),
+    # source, entry
+    ("source not there", field(K, SOURCE, 'source = "nope.cu"'), ("fp32/naive: source 'nope.cu' is not in "
+     "{repo}/kernels")),
+    ("source empty", field(K, SOURCE, 'source = ""'), "fp32/naive: source must be the name of a file in kernels/"),
+    ("source a number", field(K, SOURCE, "source = 1"), ("source must be the name of a file in kernels/ (no folders), "
+     "got 1")),
+    ("source outside kernels", field(K, SOURCE, 'source = "../asv.conf.json"'),
+     "source must be the name of a file in kernels/ (no folders), got '../asv.conf.json'"),
+    ("source the kernels folder", field(K, SOURCE, 'source = "."'), "source must be the name of a file in kernels/"),
+    ("source missing", field(K, SOURCE, "#"), "fp32/naive: a compiled kernel needs ['source']"),
+    ("entry empty", field(K, "entry = ...", 'entry = ""'), "fp32/naive: entry must be a non-empty string, got ''"),
+    ("entry a number", field(K, "entry = ...", "entry = 3"), "fp32/naive: entry must be a non-empty string, got 3"),
+    ("entry missing", field(K, "entry = ...", "#"), "fp32/naive: a compiled kernel needs ['entry']"),
+    # multiple_of, pitch, may_spill, target
+    ("multiple_of zero", field(K, MULTIPLE, "multiple_of = { m = 0, n = 1, k = 1 }"),
+     "fp32/naive: multiple_of.m must be a positive integer, got 0"),
+    ("multiple_of a word", field(K, MULTIPLE, 'multiple_of = { m = "a", n = 1, k = 1 }'),
+     "fp32/naive: multiple_of.m must be a positive integer, got 'a'"),
+    ("multiple_of negative", field(K, MULTIPLE, "multiple_of = { m = -16, n = 1, k = 1 }"),
+     "multiple_of.m must be a positive integer, got -16"),
+    ("multiple_of without k", field(K, MULTIPLE, "multiple_of = { m = 1, n = 1 }"),
+     "fp32/naive: multiple_of needs exactly m, n and k, each a positive integer (it lacks k)"),
+    ("multiple_of with q", field(K, MULTIPLE, "multiple_of = { m = 1, n = 1, k = 1, q = 2 }"),
+     "multiple_of needs exactly m, n and k, each a positive integer (it also has q)"),
+    ("multiple_of a number", field(K, MULTIPLE, "multiple_of = 16"),
+     "multiple_of needs exactly m, n and k, each a positive integer, got 16"),
+    ("multiple_of true", field(K, MULTIPLE, "multiple_of = { m = true, n = 1, k = 1 }"),
+     "multiple_of.m must be a positive integer, got True"),
+    ("multiple_of a float", field(K, MULTIPLE, "multiple_of = { m = 1, n = 1, k = 1.5 }"),
+     "multiple_of.k must be a positive integer, got 1.5"),
+    ("multiple_of missing", field(K, MULTIPLE, "#"), "fp32/naive: a compiled kernel needs ['multiple_of']"),
+    ("pitch zero", added(K, SOURCE, "pitch = 0"), "fp32/naive: pitch must be a positive integer, got 0"),
+    ("pitch a string", added(K, SOURCE, 'pitch = "8"'), "fp32/naive: pitch must be a positive integer, got '8'"),
+    ("may_spill a string", added(K, SOURCE, 'may_spill = "yes"'), ("fp32/naive: may_spill must be true or false, got "
+     "'yes'")),
+    ("may_spill a number", added(K, SOURCE, "may_spill = 1"), "may_spill must be true or false, got 1"),
+    ("target without sm_", added(K, SOURCE, 'target = "90a"'),
+     "fp32/naive: target names an architecture-specific target such as 'sm_90a', got '90a'"),
+    ("target not architecture-specific", added(K, SOURCE, 'target = "sm_90"'), "got 'sm_90'"),
+    # [[precision]]
+    ("precision name upper case", field(P, 'name = "fp32"', 'name = "FP32"'),
+     "precision FP32: name must be lower-case letters and digits, got 'FP32'"),
+    ("precision name empty", field(P, 'name = "fp32"', 'name = ""'),
+     "[[precision]] table 1 (counting from 1): name must be lower-case letters and digits, got ''"),
+    ("precision input fp64", field(P, 'input = "fp32"', 'input = "fp64"'),
+     "precision fp32: input must be one of ('fp32', 'fp16', 'bf16'), got 'fp64'"),
+    ("precision accumulate bf16", field(P, 'accumulate = "fp32"', 'accumulate = "bf16"'),
+     "precision fp32: accumulate must be one of ('fp32', 'fp16'), got 'bf16'"),
+    ("precision output a number", field(P, 'output = "fp32"', "output = 32"), "precision fp32: output must be one of"),
+    ("precision baseline a compiled kernel", field(P, 'baseline = "fp32/cublas"', 'baseline = "fp32/naive"'),
+     "precision 'fp32' names 'fp32/naive' as its baseline, which is not a library kernel of that precision"),
+    ("precision baseline not there", field(P, 'baseline = "fp32/cublas"', 'baseline = "fp32/nothere"'),
+     "precision 'fp32' names 'fp32/nothere' as its baseline"),
+    ("precision baseline of another precision", field(P, 'baseline = "fp32/cublas"', 'baseline = "fp16/cublas"'),
+     "precision 'fp32' names 'fp16/cublas' as its baseline, which is not a library kernel of that precision"),
+    ("precision baseline empty", field(P, 'baseline = "fp32/cublas"', 'baseline = ""'),
+     "precision fp32: baseline must be a non-empty string"),
+    ("precision tolerance zero", field(P, "tolerance = 1e-5", "tolerance = 0.0"),
+     "precision fp32: tolerance must be a relative error between 0 and 1, such as 1e-4, got 0.0"),
+    ("precision tolerance a whole number", field(P, "tolerance = 1e-5", "tolerance = 1"), "such as 1e-4, got 1"),
+    ("precision tolerance above one", field(P, "tolerance = 1e-5", "tolerance = 2.0"), "such as 1e-4, got 2.0"),
+    ("precision tolerance a word", field(P, "tolerance = 1e-5", 'tolerance = "small"'), "such as 1e-4, got 'small'"),
+    ("precision tolerance missing", field(P, "tolerance = 1e-5\n", ""), "precision fp32: missing fields ['tolerance']"),
+    ("precision rate of a word", field(P, "70 = 128, ", "sm70 = 128, "),
+     "precision fp32: flop_per_sm_per_clock maps compute capabilities (e.g. 90) to whole rates"),
+    ("precision rate zero", field(P, "70 = 128, ", "70 = 0, "),
+     "precision fp32: flop_per_sm_per_clock.70 must be a positive integer, got 0"),
+    ("precision rate a float", field(P, "70 = 128, ", "70 = 1.5, "), ("flop_per_sm_per_clock.70 must be a positive "
+     "integer, got 1.5")),
+    ("precision rates a list", field(P, "flop_per_sm_per_clock = ...", "flop_per_sm_per_clock = [1]"),
+     "precision fp32: flop_per_sm_per_clock maps compute capabilities"),
+    ("precision unknown field", added(P, "tolerance = 1e-5", 'colour = "red"'), ("precision fp32: unknown fields "
+     "['colour']")),
+    ("precision twice", field("precision fp16", 'name = "fp16"', 'name = "fp32"'), "precision fp32: listed twice"),
+    ("precision with no kernels", added("precision bf16", "flop_per_sm_per_clock = ...",
+                                        '\n[[precision]]\nname = "fp8"\ninput = "fp16"\naccumulate = "fp16"\n'
+                                        'output = "fp16"\nbaseline = "fp8/cublas"\ntolerance = 1e-2\n'
+                                        "flop_per_sm_per_clock = {}"),
+     "precision 'fp8' has no kernels in the catalogue"),
+    # [suite]
+    ("suite sizes empty", field(S, SIZES, "sizes = []"),
+     "the [suite] table of {repo}/sgemm/catalogue.toml: sizes must be a non-empty list of square sizes, got []"),
+    ("suite sizes zero", field(S, SIZES, "sizes = [0, 1024]"), "sizes[0] must be a positive integer, got 0"),
+    ("suite sizes a string", field(S, SIZES, 'sizes = "1024"'), "sizes must be a non-empty list of square sizes"),
+    ("suite sizes missing", field(S, "\n" + SIZES + "\n", "\n"),
+     "the [suite] table of {repo}/sgemm/catalogue.toml: missing fields ['sizes']"),
+    ("suite kernel_sizes not its sizes", field(S, "kernel_sizes = ...", "kernel_sizes = [999]"),
+     "kernel_sizes must be some of its sizes [1000, 1024, 2048, 4096, 8192], got [999]"),
+    ("suite kernel_sizes empty", field(S, "kernel_sizes = ...", "kernel_sizes = []"),
+     "kernel_sizes must be a non-empty list of square sizes, got []"),
+    ("suite sweep shape of two", field(S, 'sweep_shapes = ["256x1024x1024"', 'sweep_shapes = ["1024x1024"'),
+     "sweep_shapes[0] must be 'MxNxK' with M, N and K at least 1, got '1024x1024'"),
+    ("suite sweep shape of zero", field(S, 'sweep_shapes = ["256x1024x1024"', 'sweep_shapes = ["0x1024x1024"'),
+     "got '0x1024x1024'"),
+    ("suite sweep kernel a number", field(S, 'sweep_kernels = ["fp32/cublas"', "sweep_kernels = [1"),
+     "sweep_kernels[0] must be a non-empty string, got 1"),
+    ("suite architectures a string", field(S, "architectures = ...", 'architectures = "sm_90"'),
+     "architectures must be a list of architectures such as 'sm_90', got 'sm_90'"),
+    ("suite architecture empty", field(S, "architectures = ...", 'architectures = [""]'),
+     "architectures[0] must be a non-empty string, got ''"),
+    ("suite reference short", field(S, "reference = ...", 'reference = "c267dd0"'),
+     "reference must be a full commit hash (40 hex digits), got 'c267dd0'"),
+    ("suite reference a name", field(S, "reference = ...", 'reference = "HEAD"'), "got 'HEAD'"),
+    ("suite table missing", field(S, "[suite]", "[suite_of_old]"), "{repo}/sgemm/catalogue.toml has no [suite] table"),
+    ("suite header broken", field(S, "[suite]", "[suite"),
+     "cannot read {repo}/sgemm/catalogue.toml: not valid TOML at line"),
+    # the file
+    ("string never closed", field(K, "technique = ...", 'technique = "one thread'),
+     "cannot read {repo}/sgemm/catalogue.toml: not valid TOML at line"),
+    ("key twice", added(K, MCC, "min_compute_capability = 80"), "not valid TOML at line"),
+    ("empty", replace_file(""), "{repo}/sgemm/catalogue.toml has no [suite] table"),
+    ("not UTF-8", replace_file(b"\xff\xfe[suite]\n"), "cannot read {repo}/sgemm/catalogue.toml: not UTF-8 text"),
+]
+# [[seed]]: read by what reports on the seeds (list, report), not by the gate or the history
+SEED_ERRORS = [
+    ("seed sizes empty", field(D, "sizes = [4096]", "sizes = []"),
+     "[[seed]] 000_d5d34bc6da484ce9.txt: sizes must be a non-empty list of square sizes, got []"),
+    ("seed sizes missing", field(D, "sizes = [4096]\n", ""), ("[[seed]] 000_d5d34bc6da484ce9.txt: missing fields "
+     "['sizes']")),
+    ("seed sizes a word", field(D, "sizes = [4096]", 'sizes = ["big"]'), ("sizes[0] must be a positive integer, got "
+     "'big'")),
+    ("seed title missing", field(D, "title = ...", "#"), "[[seed]] 000_d5d34bc6da484ce9.txt: missing fields ['title']"),
+    ("seed title a number", field(D, "title = ...", "title = 0"), "title must be a non-empty string, got 0"),
+    ("seed file empty", field(D, 'file = "000_d5d34bc6da484ce9.txt"', 'file = ""'),
+     "[[seed]] table 1 (counting from 1): file must be a non-empty string, got ''"),
+    ("seed name a number", added(D, "sizes = [4096]", "name = 4"), "name must be a non-empty string, got 4"),
+]
+GATE_READS = ["gate", "HEAD~1", "HEAD", "--repo", "{repo}", "--dry-run"]
+HISTORY_READS = ["history", "--repo", "{repo}", "--machine", "box", "--dry-run"]
+REPORT_READS = ["report", "--out", "{tmp}/report", "--results", "{results}", "--machine", "gpu-box"]
+
+
+def catalogue_rows() -> list[Row]:
+    made = []
+    for what, setup, message in CATALOGUE_ERRORS:
+        made += [Row(tuple(GATE_READS), 2, message, setup, what),
+                 Row(tuple(HISTORY_READS), 2, "the catalogue cannot be read: … " + message, setup, what),
+                 Row(("list",), 2, message, setup, what, own_catalogue=True)]
+    for what, setup, message in SEED_ERRORS:
+        made += [Row(("list",), 2, message, setup, what, own_catalogue=True),
+                 Row(tuple(REPORT_READS), 2, message, setup, what, own_catalogue=True)]
+    # Where the gate looks for the file first, it says so; the others say they cannot read it.
+    for what, content in (("catalogue missing", None), ("catalogue a folder", "folder")):
+        made += [Row(tuple(GATE_READS), 2, "{repo}: no sgemm/catalogue.toml", replace_file(content), what),
+                 Row(tuple(HISTORY_READS), 2, "the catalogue cannot be read: cannot read {repo}/sgemm/catalogue.toml",
+                     replace_file(content), what),
+                 Row(("list",), 2, "cannot read {repo}/sgemm/catalogue.toml", replace_file(content), what,
+                     own_catalogue=True)]
+    return made
+
+
+BAD_INPUT = rows(KNOWN) + rows(VARIANTS) + rows(BISECT_AND_CONFIRM) + catalogue_rows()
+
+
+def test_the_table_has_every_kind_of_row():
+    commands = {row.argv[0] if row.argv else "(none)" for row in BAD_INPUT}
+    assert commands == {"(none)", "frobnicate", "list", "check", "bench", "report", "merge", "publish", "history",
+                        "machine", "noise", "gate", "bisect", "confirm"}
+    assert len(BAD_INPUT) >= 250
+    assert len({row.id for row in BAD_INPUT}) == len(BAD_INPUT), "two rows with one id"
+
+
+@pytest.mark.parametrize("row", BAD_INPUT, ids=[row.id for row in BAD_INPUT])
+def test_bad_input_is_refused_with_its_exit_status_and_first_line_touching_nothing(row, world, no_gpu_may_be_touched,
+                                                                                    monkeypatch, capsys):
+    values = places(world)
+    if row.setup:
+        row.setup(world)
+    if row.own_catalogue:
+        use_own_catalogue(monkeypatch, world)
+    before, checkout = snapshot(world), checkout_state()
+    status = cli.main([fill(arg, values) for arg in row.argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert status == row.status, err
+    assert err.count("\n") == row.lines, err
+    assert says(err.splitlines()[0], fill(row.message, values)), err
+    after = snapshot(world)
+    assert {name: after.get(name) for name in before} == before, "something that was there changed or went"
+    assert [name for name in set(after) - set(before) if not is_lock_file(name)] == [], "something new was made"
+    assert checkout_state() == checkout, "a file of this checkout changed"
+
+
+def test_a_size_no_gpu_measured_is_refused_by_report_and_publish(two_gpu_results, tmp_path, no_gpu_may_be_touched,
+                                                                  capsys):
+    results = str(two_gpu_results.results)
+    for argv in (["report", "--across-gpus", "--results", results, "--out", str(tmp_path / "r"), "--size", "12345"],
+                 ["publish", "--results", results, "--repo", str(two_gpu_results.repo), "--html",
+                  str(tmp_path / "site"), "--size", "12345"]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"--size 12345: no GPU in {results} measured that size (measured: 1024, 2048, 4096)" in err
+        assert err.count("\n") == 1 and "Traceback" not in err
+    assert [p.name for p in tmp_path.iterdir()] == [".site.sgemm-lock"]
+
+
+# --- Nothing that was there is lost -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def clone(tmp_path) -> Path:
+    """tmp_path/clone: a git clone's worth of files, with an asv results tree inside; tmp_path/data/results: another
+    results tree; tmp_path/site-of-mine: someone's own directory that no publish made."""
+    repo = tmp_path / "clone"
+    (repo / "sgemm").mkdir(parents=True)
+    (repo / "sgemm" / "cli.py").write_text("print('the code')\n")
+    (repo / "README.md").write_text("# the project\n")
+    shutil.copy(ROOT / "asv.conf.json", repo / "asv.conf.json")
+    (repo / ".gitignore").write_text("results/\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the project")
+    write_results_tree(repo / "results")
+    write_results_tree(tmp_path / "data" / "results")
+    (tmp_path / "site-of-mine").mkdir()
+    (tmp_path / "site-of-mine" / "index.html").write_text("<p>mine</p>")
+    return repo
+
+
+def every_file(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+DATA_LOSS = [
+    # (where it runs, the command): each once deleted or overwrote what it did not make
+    ("clone", ["publish", "--results", "results", "--html", "."]),
+    ("clone", ["publish", "--results", "results", "--html", ".."]),
+    ("clone", ["publish", "--results", "results", "--html", "results"]),
+    ("clone", ["publish", "--results", "results", "--html", "results/nvidia-h100"]),
+    ("clone", ["publish", "--results", "../data/results", "--html", "../data"]),
+    ("clone", ["publish", "--results", "../data/results", "--html", "../data/results"]),
+    ("clone", ["publish", "--results", "results", "--html", "sgemm"]),
+    ("clone", ["publish", "--results", "results", "--html", "../site-of-mine"]),
+    ("clone", ["publish", "--results", "results", "--html", ".git"]),
+    ("clone", ["merge", "../data/results", "--into", "results/gpu-box"]),
+    ("clone", ["merge", "results", "--into", "results"]),
+    ("clone", ["machine", "--file", "missing/machines.json"]),
+]
+
+
+@pytest.mark.parametrize("cwd, argv", DATA_LOSS, ids=[" ".join(argv) for _, argv in DATA_LOSS])
+def test_a_refused_command_leaves_every_file_in_place(clone, cwd, argv, monkeypatch, no_gpu_may_be_touched, capsys):
+    root = clone.parent
+    before = every_file(root)
+    assert any(name.startswith("clone/.git/") for name in before)
+    monkeypatch.chdir(clone)
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    after = every_file(root)
+    assert {name: after.get(name) for name in before} == before  # every file there, with the same bytes
+    assert all(name.endswith(".sgemm-lock") for name in set(after) - set(before)), set(after) - set(before)
+    assert not (clone / "missing").exists()

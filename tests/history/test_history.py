@@ -1,0 +1,319 @@
+"""Which commits and benchmarks a box's history run measures, in scratch repositories with asv results written
+through asv's API; what it says first; and the command's refusals."""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import write_asv_run
+
+from sgemm.history import run
+from sgemm.results.asvsuite import GEMM, TIME
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+class Repo(type(Path())):
+    commits: list[str]
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A branch main of five commits, oldest first in `repo.commits`."""
+    path = Repo(tmp_path / "repo")
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.name", "t")
+    git(path, "config", "user.email", "t@t")
+    (path / "asv.conf.json").write_text("{}")
+    (path / "sgemm").mkdir()
+    shutil.copy(ROOT / "sgemm" / "catalogue.toml", path / "sgemm" / "catalogue.toml")
+    shutil.copytree(ROOT / "kernels", path / "kernels")
+    commits = []
+    for number in range(5):
+        (path / "notes.txt").write_text(f"{number}\n")
+        git(path, "add", "-A")
+        git(path, "commit", "-qm", f"change {number}")
+        commits.append(git(path, "rev-parse", "HEAD"))
+    path.commits = commits
+    return path
+
+
+def test_a_first_run_measures_the_newest_commits_only(repo, tmp_path):
+    chosen = run.plan(repo, tmp_path / "results", "box", gpu=True)
+    assert chosen.commits == (repo.commits[-1],)
+    assert run.plan(repo, tmp_path / "results", "box", gpu=True, first=3).commits == tuple(repo.commits[:1:-1])
+    assert chosen.left_out == ()
+    assert chosen.describe()[1].startswith("expected: no run of this machine to go by")
+
+
+def test_a_gpu_box_runs_every_case_of_the_suite_and_no_combination_that_is_none(repo, tmp_path):
+    chosen = run.plan(repo, tmp_path / "results", "box", gpu=True)
+
+    def runs(name: str) -> bool:
+        return any(re.search(pattern, name) for pattern in chosen.bench)
+
+    assert runs("bench_gemm.Gemm.track_time('wgmma_cluster', 8192, 'bf16')")
+    assert runs("bench_gemm.Gemm.track_card('naive', 1024, 'fp32')")
+    assert runs("bench_gemm.GemmShapes.track_time('fp32/naive', '256x1024x1024')")
+    assert runs("bench_gpu.Gpu.track_sm_count")
+    assert runs("bench_resources.Resources.track_registers('fp32/naive', 'sm_90')")
+    assert runs("bench_resources.Resources.track_spill_loads('fp16/wgmma_tma', 'sm_90a')")
+    assert not runs("bench_resources.Resources.track_registers('fp16/wgmma_tma', 'sm_80')")  # built for sm_90a alone
+    assert not runs("bench_resources.Resources.track_registers('fp32/naive', 'sm_90a')")
+    assert not runs("bench_resources.Resources.track_registers('fp32/cublas', 'sm_90')")  # a library call
+    assert not runs("bench_gemm.Gemm.track_time('naive', 8192, 'fp32')")  # not timed at 8192
+    assert not runs("bench_gemm.Gemm.track_time('naive', 1024, 'bf16')")  # no such kernel
+    assert not runs("bench_gemm.Gemm.track_time('wgmma_tma', 2048, 'fp16')")
+    assert len(chosen.bench) == len(run.suite_cases(repo)) + len(run.other_patterns(repo))
+
+
+def test_a_case_is_selected_with_every_track_and_nothing_else():
+    from sgemm.results.asvsuite import SuiteCase
+
+    cases = [SuiteCase.square("fp32/naive", 1024), SuiteCase.square("fp32/naive", 2048)]
+    names = [case.entry(track) for case in cases for track in ("track_time", "track_card")]
+    patterns = run.case_patterns(cases[:1])
+    assert [n for n in names if any(re.search(p, n) for p in patterns)] == names[:2]
+
+
+def test_a_later_run_measures_what_came_since_and_says_how_long(repo, tmp_path):
+    results = tmp_path / "results"
+    write_asv_run(results, "box", repo.commits[2], 1_000, {(GEMM, TIME): {("naive", 64, "fp32"): [1.0]}},
+                  duration_s=120.0)
+    chosen = run.plan(repo, results, "box", gpu=True, first=1)
+    assert chosen.commits == (repo.commits[4], repo.commits[3])
+    assert chosen.seconds_per_commit == 120.0
+    assert chosen.describe()[1] == "expected: about 4 min (2.0 min a commit in this machine's last run)"
+
+
+def test_another_machines_results_do_not_count_as_measured_here(repo, tmp_path):
+    results = tmp_path / "results"
+    write_asv_run(results, "other-box", repo.commits[4], 1_000, {(GEMM, TIME): {("naive", 64, "fp32"): [1.0]}})
+    assert run.plan(repo, results, "box", gpu=True).commits == (repo.commits[4],)
+
+
+def test_a_measured_commit_no_longer_in_the_repository_is_ignored(repo, tmp_path):
+    results = tmp_path / "results"
+    write_asv_run(results, "box", "f" * 40, 1_000, {(GEMM, TIME): {("naive", 64, "fp32"): [1.0]}})
+    assert run.plan(repo, results, "box", gpu=True, first=2).commits == (repo.commits[4], repo.commits[3])
+
+
+def test_without_a_gpu_only_the_resource_suite_runs_and_the_rest_is_named(repo, tmp_path):
+    chosen = run.plan(repo, tmp_path / "results", "box", gpu=False)
+    assert chosen.bench == tuple(run.resource_patterns(repo))
+    assert all(pattern.startswith(r"^bench_resources\.Resources\.") for pattern in chosen.bench)
+    assert [line.split(": ", 1)[1].split()[0] for line in chosen.describe() if line.startswith("left out")] == \
+        ["bench_gemm", "bench_gpu"]
+    assert f"recorded here: {run.RESOURCE_SUITE}" in chosen.describe()
+
+
+def test_a_first_run_without_a_gpu_measures_enough_commits_to_draw_a_line(repo, tmp_path):
+    chosen = run.plan(repo, tmp_path / "results", "box", gpu=False)
+    assert chosen.commits == tuple(repo.commits[:-run.DEFAULT_FIRST_WITHOUT_GPU - 1:-1])
+    assert len(chosen.commits) == run.DEFAULT_FIRST_WITHOUT_GPU > 1
+    assert any("a first run without a GPU measures the newest 3 commits" in line for line in chosen.describe())
+    asked = run.plan(repo, tmp_path / "results", "box", gpu=False, first=1)
+    assert asked.commits == (repo.commits[-1],) and asked.notes == ()  # --first is the user's to set
+
+
+def test_the_summary_reads_back_what_was_recorded_of_each_planned_commit(repo, tmp_path):
+    results = tmp_path / "results"
+    chosen = run.plan(repo, results, "box", gpu=False)
+    write_asv_run(results, "box", chosen.commits[1], 1_000,
+                  {("Resources", "track_registers"): {("fp32/naive", "sm_90"): [32.0]}}, module="bench_resources")
+    lines = run.summary(results, chosen)
+    assert len(lines) == 1 + len(chosen.commits)
+    assert "nothing recorded" in lines[1] and "nothing recorded" in lines[3]
+    assert lines[2].startswith(chosen.commits[1][:8]) and " 32 " in lines[2]
+
+
+def test_the_loader_is_pointed_at_the_nvrtc_of_the_linked_stack(tmp_path, monkeypatch):
+    site = tmp_path / "site-packages"
+    (site / "nvidia" / "cu13" / "lib").mkdir(parents=True)
+    (site / "nvidia" / "cu13" / "lib" / "libnvrtc.so.13").write_bytes(b"")
+    (site / "nvidia" / "nccl" / "lib").mkdir(parents=True)  # no NVRTC there
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/lib")
+    assert run.library_path(f"{site}:{tmp_path / 'missing'}") == f"{site / 'nvidia' / 'cu13' / 'lib'}:/opt/lib"
+
+
+def sgemm_history(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "sgemm", "history", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_the_reference_tree_is_named_by_its_whole_path_for_processes_that_run_elsewhere(repo, monkeypatch):
+    # asv runs each benchmark in a folder of its own: a tree named relative to the repository is found by none.
+    catalogue = repo / "sgemm" / "catalogue.toml"
+    text = catalogue.read_text()
+    named = re.search(r'^reference = "([0-9a-f]+)"', text, re.M).group(1)
+    catalogue.write_text(text.replace(named, repo.commits[0]))
+    monkeypatch.chdir(repo)
+    tree = run.reference_tree(Path("."), Path(".asv/history"))
+    assert tree == repo / ".asv" / "history" / "reference" / repo.commits[0] and tree.is_absolute()
+    assert (tree / "COMMIT").read_text().strip() == repo.commits[0] and (tree / "kernels").is_dir()
+
+
+def test_the_dry_run_says_what_it_would_measure_and_measures_nothing(repo):
+    done = sgemm_history("--dry-run", "--first", "2", "--machine", "box", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert f"machine box: 2 commits to measure ({repo.commits[4][:8]}, {repo.commits[3][:8]})" in done.stderr
+    assert not (repo / "results").exists() and not (repo / "html").exists()
+
+
+def test_the_history_publishes_through_the_publish_commands_own_function(tmp_path, monkeypatch, capsys):
+    """After the measuring, the history publishes as `sgemm publish` does, every argument given by name: the site's
+    publish with the watch's pages as its part, and what went wrong said as the history's."""
+    from sgemm.commands import EXIT_BAD_INPUT
+    from sgemm.commands.site import publish
+    from sgemm.site import publish as site_publish
+    from sgemm.watch.page import WatchPages
+
+    given = {}
+
+    def stop(repo, results, html, kernels, header, size, npm_cache, parts):
+        given.update(repo=repo, results=results, html=html, header=header, size=size, npm_cache=npm_cache,
+                     parts=parts)
+        raise site_publish.PublishError("stopped before anything was built")
+
+    monkeypatch.setattr(site_publish, "publish_site", stop)
+    status = publish(tmp_path / "repo", tmp_path / "results", tmp_path / "html", ["Made: here"],
+                     npm_cache=tmp_path / "npm", command="sgemm history")
+    assert status == EXIT_BAD_INPUT
+    assert capsys.readouterr().err == "sgemm history: stopped before anything was built\n"
+    assert (given["html"], given["size"], given["npm_cache"]) == (tmp_path / "html", None, tmp_path / "npm")
+    [part] = given["parts"]
+    assert isinstance(part, WatchPages) and part.results_dir == tmp_path / "results" and part.commit_url is None
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--first", "0"], "--first must be at least 1, got 0"),
+    (["--repo", "{tmp}"], "has no asv.conf.json"),
+    (["--gpus", "0"], "--gpus takes a number of GPUs (at least 1) or 'all', got '0'"),
+])
+def test_bad_input_is_refused_before_anything_runs(repo, tmp_path, args, message):
+    done = sgemm_history(*[a.replace("{tmp}", str(tmp_path)) for a in args], "--machine", "box", cwd=repo)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def tree_digest(root):
+    """Every file under `root` (the .git folder aside) with its bytes' hash: what a refusal must leave alone."""
+    import hashlib
+
+    return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(root.rglob("*")) if path.is_file() and ".git" not in path.relative_to(root).parts}
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+@pytest.mark.parametrize("make, args, message", [
+    (lambda r: (r / "results").write_text("x"), ["--results", "results"], "--results {repo}/results: not a directory"),
+    (lambda r: None, ["--results", "out", "--work", "out"], "overlap"),
+    (lambda r: None, ["--results", "out", "--work", "out/envs"], "overlap"),
+    (lambda r: None, ["--results", "out/res", "--work", "out"], "overlap"),
+    (lambda r: None, ["--results", ".git/res"], "inside the repository's .git"),
+    (lambda r: None, ["--html", "."], "--html . is the repository"),
+    (lambda r: None, ["--html", "results"], "--html results is the results"),
+    (lambda r: (r / "site").mkdir() or (r / "site" / "notes.md").write_text("mine"), ["--html", "site"],
+     "is not empty and is not a site"),
+    (lambda r: None, ["--html", "no/such/place"], "does not exist"),
+    (lambda r: None, ["--npm-cache", "nowhere/cache"], "--npm-cache nowhere/cache: the folder it would be made in"),
+    (lambda r: (r / "cache").write_text("a file"), ["--npm-cache", "cache"], "--npm-cache cache: not a directory"),
+    (lambda r: (r / "sgemm" / "catalogue.toml").write_text("[suite\n"), [], "the catalogue cannot be read"),
+])
+def test_every_place_and_the_catalogue_are_checked_before_any_measuring(repo, make, args, message, dry_run):
+    """The dry run runs exactly the checks the real run makes first: a bad --html is refused before an hour of
+    measuring, not after it, and nothing in the repository changes."""
+    make(repo)
+    before = tree_digest(repo)
+    done = sgemm_history(*args, "--machine", "box", *(["--dry-run"] if dry_run else []), cwd=repo)
+    assert done.returncode == 2, done.stderr
+    assert message.replace("{repo}", str(repo)) in done.stderr and "Traceback" not in done.stderr
+    assert "commits to measure" not in done.stderr  # refused before the plan, let alone the measuring
+    assert tree_digest(repo) == before
+
+
+def test_first_is_said_to_be_left_aside_once_the_machine_has_runs(repo, tmp_path, monkeypatch):
+    chosen = run.plan(repo, tmp_path / "results", "box", gpu=True, first=3)
+    assert not chosen.notes
+    monkeypatch.setattr(run, "_known_commits", lambda _repo, hashes: [repo.commits[2]])
+    monkeypatch.setattr(run.asvsuite, "runs", lambda *_: [type("R", (), {
+        "commit": repo.commits[2], "run": type("D", (), {"duration": {"x": 60.0}})()})()])
+    (tmp_path / "results" / "box").mkdir(parents=True)
+    later = run.plan(repo, tmp_path / "results", "box", gpu=True, first=3)
+    assert later.commits == (repo.commits[4], repo.commits[3])
+    assert any("--first 3 left aside" in line for line in later.describe())
+    assert not run.plan(repo, tmp_path / "results", "box", gpu=True).notes  # not asked for: nothing to say
+
+
+# --- Sharded: real asv runs of a synthetic suite, two shards at once, joined --------------------------------------
+
+def test_two_shards_run_at_once_and_join_into_the_run_of_one_gpu(two_gpu_results, asv_virtualenv, tmp_path,
+                                                                  monkeypatch):
+    import json
+
+    from conftest import GpuResultsTree, seed_asv_virtualenv
+
+    from sgemm.history.shards import Shard, _row
+    from sgemm.results.asvsuite import SuiteCase
+
+    box = GpuResultsTree.H200
+    tree = two_gpu_results.copy(tmp_path / "tree")
+    # Virtualenvs as on a GPU box (asv takes no commits for an existing environment), with nothing to build: the
+    # synthetic suite needs nothing but the standard library.
+    conf = json.loads((tree.repo / "asv.conf.json").read_text())
+    conf.update(environment_type="virtualenv", matrix={}, build_command=[], install_command=[],
+                uninstall_command=[])
+    (tree.repo / "asv.conf.json").write_text(json.dumps(conf))
+    # Each shard's environment is where asv will look for it (work_dir/gpu-N/env), as on a box that ran before:
+    # what is tested here is the shards' running at once and their joining, not asv making virtualenvs.
+    for gpu in (0, 1):
+        seed_asv_virtualenv(asv_virtualenv, tmp_path / "work" / f"gpu-{gpu}" / "env")
+    whole = next(p for p in (two_gpu_results.results / box.machine).glob("*.json") if p.name != "machine.json")
+    results = tmp_path / "results"
+    monkeypatch.setenv("HOME", str(tree.home))
+    for name, value in box.environment().items():
+        monkeypatch.setenv(name, value)
+    cases = [SuiteCase.square(f"{precision}/{kernel}", size) for kernel in ("cublas", "naive", "float4")
+             for size in (1024, 2048, 4096) for precision in ("fp32", "fp16")]
+    shards = [Shard(0, tuple(c for c in cases if c.kernel.endswith("float4")), 1.0),
+              Shard(1, tuple(c for c in cases if not c.kernel.endswith("float4")), 1.0)]
+    chosen = run.HistoryPlan(box.machine, (tree.commit,), None, (), None, others=(run.GPU_FACTS,))
+    status = run.run_sharded(tree.repo, chosen, results, shards, ["GPU-a", "GPU-b"], tmp_path / "work")
+    assert status == 0, (tmp_path / "work" / "gpu-0" / "asv.log").read_text()[-2000:]
+    [written] = [p for p in (results / box.machine).glob("*.json") if p.name != "machine.json"]
+    assert written.name.startswith(tree.commit[:8])  # one file for the commit, as one GPU's run writes
+    joined = json.loads(written.read_text())
+    single = json.loads(whole.read_text())
+    assert set(joined["results"]) == set(single["results"])  # the GPU facts came with the first shard
+    for name in single["results"]:
+        assert [_row(joined, name)[c] for c in ("result", "samples")] == \
+            [_row(single, name)[c] for c in ("result", "samples")], name
+    assert (results / "benchmarks.json").is_file() and (results / box.machine / "machine.json").is_file()
+    # each shard's asv had a machine file of its own: asv rewrites it as it starts, and two at once collide
+    assert all(json.loads((tmp_path / "work" / f"gpu-{gpu}" / "home" / ".asv-machine.json").read_text())[box.machine]
+               for gpu in (0, 1))
+
+
+@pytest.mark.parametrize("gpus, requested, expected", [
+    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b")], "all", [0, 1]),
+    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b")], "1", [0]),
+    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b")], "3", "--gpus 3: this box has 2"),
+    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H100 80GB HBM3", "GPU-b")], "all", "--gpus all: the GPUs of this box are not"),
+])
+def test_the_shards_of_a_box_are_over_identical_gpus_it_has(repo, tmp_path, monkeypatch, gpus, requested, expected):
+    from sgemm.measuring import telemetry
+
+    monkeypatch.setattr(telemetry, "box_gpus", lambda: gpus)
+    if isinstance(expected, str):
+        with pytest.raises(run.HistoryError, match=re.escape(expected)):
+            run.box_shards(repo, tmp_path / "results", "box", requested)
+        return
+    shards, uuids = run.box_shards(repo, tmp_path / "results", "box", requested)
+    assert [shard.gpu for shard in shards] == expected and uuids == ["GPU-a", "GPU-b"]
+    assert sum(len(shard.cases) for shard in shards) == len(run.suite_cases(ROOT))

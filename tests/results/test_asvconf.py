@@ -1,0 +1,22 @@
+"""The project's asv configuration rewritten with directories of its own."""
+
+import json
+from pathlib import Path
+
+from sgemm.results.asvconf import write_asv_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_directories_move_and_the_project_build_stays(tmp_path):
+    path = write_asv_config(ROOT, tmp_path / "asv.conf.json", env_dir=tmp_path / "env",
+                            results_dir=tmp_path / "results", html_dir=tmp_path / "html")
+    config = json.loads(path.read_text())
+    assert config["results_dir"] == str(tmp_path / "results")
+    assert config["env_dir"] == str(tmp_path / "env")
+    assert config["html_dir"] == str(tmp_path / "html")
+    assert config["benchmark_dir"] == str(ROOT / "benchmarks")
+    assert config["repo"] == str(ROOT)
+    assert config["environment_type"] == "virtualenv"  # asv continuous refuses 'existing'
+    assert any("SGEMM_CUDA_SITE" in step for step in config["install_command"])
+    assert config["launch_method"] == "forkserver"
