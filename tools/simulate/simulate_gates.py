@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Simulated gates through the gate's own looks and verdicts (sgemm.judging.looks, sgemm.judging.verdict): how often
 an A/A gate raises a false alarm, how often a real change is found, and how many rounds it takes.
 
@@ -11,8 +10,9 @@ the same case. With --changed, one case of each gate is slower by that fraction.
 Gates run in --seeds seeds of --gates gates each; a seed's gates share nothing with another seed's.
 
 Prints a line per seed and the totals, then one line of JSON (for the tests, which run a small version).
-Usage: scripts/simulate-gates.py [--seeds 20] [--gates 50] [--cases 58] [--threshold 0.25] [--noise-file]
-       [--changed 0.005] [--unpaired]
+Usage, from the repository root:
+    python -m tools.simulate.simulate_gates [--seeds 20] [--gates 50] [--cases 58] [--threshold 0.25] [--noise-file]
+                                            [--changed 0.005] [--unpaired]
 """
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ import random
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from sgemm.judging.looks import Schedule, run_looks
+from sgemm.judging.verdict import Case, Noise, PairedRounds, Rounds, Verdict
 
-from sgemm.judging.looks import Schedule, run_looks  # noqa: E402
-from sgemm.judging.verdict import Case, Noise, PairedRounds, Rounds, Verdict  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def simulate_gate(rng: random.Random, args, measured_sds: list[float]) -> dict:

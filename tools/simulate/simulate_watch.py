@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The history's change-point detector (sgemm.judging.steps) on simulated series: its false alarms on A/A series
 and how often it finds a step of 1% and 2%, at the noise the gate measured.
 
@@ -11,7 +10,8 @@ noise. The noise is the sd of one commit's figure, in the units of a ratio:
 - 0.8%: the round medians of a case timed unpaired below the power cap (0.1-0.8% round to round).
 Each level is drawn normal and, to show what tails do, Student's t with 3 degrees of freedom scaled to the same sd.
 
-    scripts/simulate-watch.py [--series 1000] [--commits 30] [--seed 1] [--json out.json]
+    python -m tools.simulate.simulate_watch [--series 1000] [--commits 30] [--seed 1] [--json out.json]
+                                                                          (from the repository root)
 
 A false alarm is an A/A series in which the detector finds any step; a step is found when the detector places a
 step at exactly the commit that made it, in its direction.
@@ -26,8 +26,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sgemm.judging.steps import find_steps
 

@@ -1,0 +1,4 @@
+"""The project's maintained developer tools, for a checkout of the repository (they are not installed with the
+package): acceptance runs on a GPU box (acceptance/), the simulations behind the gate's and the watch's settings
+(simulate/), the workflow linters (ci/) and the site's headless screenshot (site_screenshot). Each runs from the
+repository root as `python -m tools.<module> ...`, its docstring giving the usage; tests/tools/ tests them."""
