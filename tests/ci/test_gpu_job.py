@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / ".github" / "gpu-job.sh"
 
 # `python -m venv DIR` makes DIR/bin/python, which logs every call and answers CuPy's location.

@@ -9,7 +9,7 @@ small edit of a real workflow, with the checks that must reject it).
   evaluated; a job that may write runs no project code; the approval checks the label's sender for exactly the roles
   that may push and never fails open, and a push revokes it; a GPU job's main step is marked, read whole and
   trapped, and its cleanup step runs the runner's root-owned job-cleanup.py on the main step's outputs
-  (tests/test_job_cleanup.py runs both for real). Labels count as GitHub matches them (any case), and a job on
+  (tests/ci/test_job_cleanup.py runs both for real). Labels count as GitHub matches them (any case), and a job on
   anything but one GitHub-hosted image counts as self-hosted. Every workflow file is held to the rules, so one a
   pull request adds is too. The report job, run with a fake gh, posts to the event's PR and commit, fenced.
 """
@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
 ZIZMOR_CONFIG = ROOT / ".github" / "zizmor.yml"
 GATE, HISTORY, CI = "gpu-gate.yml", "gpu-history.yml", "ci.yml"
@@ -614,7 +614,7 @@ MUTATIONS = {
     "the history's GPU job downloads code": add(HISTORY, "          . .github/gpu-job.sh .\n",
                                                 "          wget -q https://example.org/x.py\n",
                                                 "code only through checkout"),
-    # a pull request's code left on the box: the containment weakened (tests/test_job_cleanup.py runs it for real)
+    # a pull request's code left on the box: the containment weakened (tests/ci/test_job_cleanup.py runs it for real)
     "the main step's trap removed": edit(GATE, between(GATE, "          trap 'status=$?", "          . base/"), "",
                                          "contains the job"),
     "the trap's finding does not fail the step": edit(GATE, "job-cleanup.py step || status=3",
@@ -672,7 +672,7 @@ MUTATIONS = {
                                        'again"\n            exit 0', "approval", "review"),
     "the review check deleted": edit(GATE, between(GATE, "      - name: The label's author approved this very",
                                                    "  gate:\n"), "\n", "approval"),
-    # the pull request's content run as the job user, through the runner's launcher (tests/test_job_launch.py)
+    # the pull request's content run as the job user, through the runner's launcher (tests/ci/test_job_launch.py)
     "the gate run without the launcher": edit(GATE, LAUNCHED_GATE, "sgemm gate", "runners"),
     "the launcher taken from the checkout": edit(GATE, "sudo -n /usr/local/libexec/sgemm-runner/job-launch",
                                                  "sudo -n base/.github/runner/job-launch.py", "runners"),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / ".github" / "runner" / "job-launch.py"
 RUNNER_UID = 65534  # stands in for the runner's user: owns JOB_DIR and the checkouts
 

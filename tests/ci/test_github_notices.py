@@ -1,5 +1,5 @@
 """The history workflow's issue job (.github/notices/issues.js, run by actions/github-script), with the GitHub API
-stood in (tests/github_notices_harness.js): one issue per notice, found again by its marker and updated rather than
+stood in (tests/ci/github_notices_harness.js): one issue per notice, found again by its marker and updated rather than
 duplicated, closed when the notice is closed or dismissed, reopened when it opens again; a notices file that breaks
 the schema touches nothing; no field can mention, link or inject markup; the schema is the one from the checkout,
 and issues the bot did not open are never taken for its own."""
@@ -15,10 +15,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / ".github" / "notices" / "issues.js"
 SCHEMA = ROOT / ".github" / "notices" / "notices.schema.json"
-HARNESS = ROOT / "tests" / "github_notices_harness.js"
+HARNESS = ROOT / "tests" / "ci" / "github_notices_harness.js"
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed (the issue job runs in github-script)")
 

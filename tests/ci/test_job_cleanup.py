@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLEANUP = ROOT / ".github" / "runner" / "job-cleanup.py"
 HOOK = ROOT / ".github" / "runner" / "job-started.sh"
 INSTALLED = "/usr/local/libexec/sgemm-runner/job-cleanup.py"
