@@ -14,28 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-LAUNCHER = ROOT / ".github" / "runner" / "job-launch.py"
-RUNNER_UID = 65534  # stands in for the runner's user: owns JOB_DIR and the checkouts
-
-
-def install(tmp_path: Path, role: str, user: str) -> Path:
-    for name in ("state", "run", "work"):
-        (tmp_path / name).mkdir(exist_ok=True)
-    text = (LAUNCHER.read_text().replace("@ROLE@", role).replace("@STATE_DIR@", str(tmp_path / "state"))
-            .replace("@JOB_USER@", user).replace("@WORK_ROOT@", str(tmp_path / "work"))
-            .replace("@MARKER@", str(tmp_path / "ephemeral")).replace("@RUN_DIR@", str(tmp_path / "run")))
-    path = tmp_path / "job-launch"
-    path.write_text(text)
-    return path
-
-
-def launch(launcher: Path, job_dir: Path, *command: str, env=None):
-    return subprocess.run(["python3", "-I", str(launcher), str(job_dir), "--env", "HEAD_SHA=abc", "--", *command],
-                          env={"PATH": "/usr/bin:/bin", "SUDO_UID": str(RUNNER_UID), "GITHUB_ENV": "/x",
-                               "BASH_ENV": "/x", "RUNNER_TEMP": "/x", **(env or {})},
-                          capture_output=True, text=True, timeout=120, check=False)
+from standins import LAUNCHER, RUNNER_UID, install, launch, processes_of
 
 
 @pytest.fixture(scope="module")
@@ -45,22 +24,9 @@ def job_user():
     name = f"sgt{uuid.uuid4().hex[:8]}"
     subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
     yield pwd.getpwnam(name)
-    for pid in _processes_of(pwd.getpwnam(name).pw_uid):
+    for pid in processes_of(pwd.getpwnam(name).pw_uid):
         os.kill(pid, signal.SIGKILL)
     subprocess.run(["userdel", name], check=False)
-
-
-def _processes_of(uid: int) -> list:
-    found = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            status = Path("/proc", entry, "status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if int(fields["Uid"].split()[0]) == uid and fields["State"].split()[0] not in "ZX":
-            found.append(int(entry))
-    return found
 
 
 @pytest.fixture
@@ -105,10 +71,10 @@ def test_what_outlives_the_command_is_ended_by_uid_fails_the_job_and_flags_the_r
         assert done.returncode == 3, done.stdout + done.stderr
         assert "(sleep 300) outlived the job's command: ended" in done.stdout
         assert "(sleep 301) outlived the job's command: ended" in done.stdout
-        assert _processes_of(user.pw_uid) == []
+        assert processes_of(user.pw_uid) == []
         assert "sleep 300" in (launcher.parent / "state" / "TAINTED").read_text()
     finally:
-        for pid in _processes_of(user.pw_uid):
+        for pid in processes_of(user.pw_uid):
             os.kill(pid, signal.SIGKILL)
 
 

@@ -10,28 +10,21 @@ that a following job could see; exits 0 when nothing is left, both steps failed 
 It changes no GPU setting and starts no MPS daemon (the attack touches no GPU); every process it starts that is
 still running at the end is ended by its id, and the temporary folder is removed (--keep keeps it).
 
-  python3 scripts/runner-trial.py [--keep]        (needs PyYAML and pytest, as the tests do)
+  python3 .github/runner/trial.py [--keep]        (needs PyYAML; the stand-ins it shares with the tests are
+                                                   standins.py, beside it)
 
 As root with useradd it also runs the separate-user launcher (job-launch.py) on a throwaway user, removed after, and
 says so; otherwise it says it could not.
 """
 
 import argparse
-import importlib.util
 import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load_simulation():
-    spec = importlib.util.spec_from_file_location("job_cleanup_simulation", ROOT / "tests" / "test_job_cleanup.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+import standins
 
 
 def marked_processes(mark: str) -> list:
@@ -46,14 +39,14 @@ def marked_processes(mark: str) -> list:
     return found
 
 
-def left_behind(sim, runner: dict, before: set, outputs: dict) -> list:
+def left_behind(runner: dict, before: set, outputs: dict) -> list:
     left = []
     for pid_file in sorted((runner["tmp"] / "pids").iterdir()):
         pid = int(pid_file.read_text())
-        if sim.alive(pid):
+        if standins.alive(pid):
             left.append(f"process {pid_file.name} (pid {pid}) still running")
     left += [f"process pid {pid} carries the job's mark" for pid in marked_processes(outputs.get("mark", "-"))
-             if sim.alive(pid)]
+             if standins.alive(pid)]
     for name in ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE"):
         text = runner["files"][name].read_text()
         if text:
@@ -77,9 +70,6 @@ def launcher_trial() -> tuple:
     import subprocess
     import uuid
 
-    spec = importlib.util.spec_from_file_location("job_launch_tests", ROOT / "tests" / "test_job_launch.py")
-    tests = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tests)
     name = f"sgt{uuid.uuid4().hex[:8]}"
     subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
     folder = Path(tempfile.mkdtemp(prefix="sgemm-launch-trial-"))
@@ -87,20 +77,20 @@ def launcher_trial() -> tuple:
     try:
         user = pwd.getpwnam(name)
         folder.chmod(0o755)
-        launcher = tests.install(folder, "history", name)
+        launcher = standins.install(folder, "history", name)
         job_dir, checkout = folder / "work" / "sgemm-job", folder / "work" / "pr"
         (job_dir / "report").mkdir(parents=True)
         checkout.mkdir()
         (checkout / "kernel.cu").write_text("the pull request's\n")
         for path in (job_dir, checkout, checkout / "kernel.cu", job_dir / "report"):
-            os.chown(path, tests.RUNNER_UID, tests.RUNNER_UID)
+            os.chown(path, standins.RUNNER_UID, standins.RUNNER_UID)
         (folder / "work").chmod(0o755)
         attack = ('setsid -f sleep 300 > /dev/null 2>&1; ( sleep 301 > /dev/null 2>&1 & );'
                   f' echo x >> {checkout}/kernel.cu;'
                   ' env > "$JOB_DIR/report/env"; sleep 1')
-        done = tests.launch(launcher, job_dir, "bash", "-c", attack)
+        done = standins.launch(launcher, job_dir, "bash", "-c", attack)
         lines.append(f"== launcher: exit {done.returncode}\n{done.stdout}{done.stderr}")
-        left = [f"pid {pid} of the job user still running" for pid in tests._processes_of(user.pw_uid)]
+        left = [f"pid {pid} of the job user still running" for pid in standins.processes_of(user.pw_uid)]
         if (checkout / "kernel.cu").read_text() != "the pull request's\n":
             left.append("the checkout was changed")
         if "GITHUB_ENV" in (job_dir / "report" / "env").read_text():
@@ -108,7 +98,7 @@ def launcher_trial() -> tuple:
         lines.append("== left behind by the launched job: " + ("; ".join(left) or "nothing"))
         return not left and done.returncode == 3, "\n".join(lines)
     finally:
-        for pid in tests._processes_of(pwd.getpwnam(name).pw_uid):
+        for pid in standins.processes_of(pwd.getpwnam(name).pw_uid):
             os.kill(pid, 9)
         subprocess.run(["userdel", name], check=False)
         shutil.rmtree(folder, ignore_errors=True)
@@ -118,21 +108,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", action="store_true", help="keep the staged folder (its path is printed)")
     arguments = parser.parse_args()
-    sim = load_simulation()
     folder = Path(tempfile.mkdtemp(prefix="sgemm-runner-trial-"))
-    runner = sim.stage(folder)
+    runner = standins.stage(folder)
     try:
         before = {str(path.relative_to(folder)) for place in (runner["home"], runner["shared"])
                   for path in place.rglob("*")}
-        print(f"staged in {folder} as uid {os.getuid()}; the attack, in place of the gate:{sim.ATTACK}")
-        first, second, outputs = sim.run_job(runner, sim.ATTACK)
+        print(f"staged in {folder} as uid {os.getuid()}; the attack, in place of the gate:{standins.ATTACK}")
+        first, second, outputs = standins.run_job(runner, standins.ATTACK)
         print(f"== main step: exit {first.returncode}\n{first.stdout}{first.stderr}")
         print(f"== cleanup step: exit {second.returncode}\n{second.stdout}{second.stderr}")
-        refused = sim.next_job_refused(runner)
+        refused = standins.next_job_refused(runner)
         print(f"== the next job's hook: exit {refused.returncode}\n{refused.stdout}{refused.stderr}")
         flag = runner["flag"].read_text() if runner["flag"].exists() else ""
         print(f"== TAINTED:\n{flag or '(none)'}")
-        left = left_behind(sim, runner, before, outputs)
+        left = left_behind(runner, before, outputs)
         print("== left behind for a following job:")
         print("\n".join(f"  {line}" for line in left) if left else "  nothing")
         verdict = not left and first.returncode != 0 and second.returncode != 0 and refused.returncode != 0 and flag
@@ -147,7 +136,7 @@ def main() -> int:
               "runners, MPS (no daemon is started)")
         return 0 if verdict else 1
     finally:
-        ended = sim.end_started(runner)
+        ended = standins.end_started(runner)
         if ended:
             print(f"ended what the trial started and the cleanup missed, by id: {ended}")
         if arguments.keep:
