@@ -1,14 +1,9 @@
-"""scripts/ab-events.py's interval: the spread of its ratio over equal stretches of the timed runs (the timing
-itself needs a GPU: scripts/gate-selftest.py runs it)."""
+"""tools/acceptance/ab_events.py's interval: the spread of its ratio over equal stretches of the timed runs (the
+timing itself needs a GPU: tools/acceptance/gate_selftest.py runs it)."""
 
-import importlib.util
 import random
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "ab-events.py"
-spec = importlib.util.spec_from_file_location("ab_events", SCRIPT)
-ab_events = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ab_events)
+from tools.acceptance import ab_events
 
 
 def runs(ratio: float, seed: int, count: int = 600) -> tuple[list[list[float]], list[list[int]]]:

@@ -2,9 +2,8 @@
 detection, the history's detector and the demo's checks): asv's Regressions page must list the slowed kernels'
 judged track at their slowing commits alone, and the history must file one notice per slowing commit. The `watch`
 scenario covers the paired path (two steps, the Hopper pair's over the reference build), `warptile` the unpaired one
-(its time, the round medians). The GPU run is `scripts/history-demo.py run` on a GPU box."""
+(its time, the round medians). The GPU run is `python -m tools.acceptance.history_demo run` on a GPU box."""
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -15,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "scripts" / "history-demo.py"
+from tools.acceptance import history_checks, history_demo
+
+ROOT = Path(__file__).resolve().parents[3]
+DEMO = [sys.executable, "-m", "tools.acceptance.history_demo"]
 HOPPER = ["track_time_over_reference('wgmma_grouped_tma_store', 8192, 'bf16')",
           "track_time_over_reference('wgmma_grouped_tma_store', 8192, 'fp16')"]
 HOPPER_NOTICE = "bf16/wgmma_grouped_tma_store and fp16/wgmma_grouped_tma_store at 8192"
@@ -27,19 +28,11 @@ SCENARIOS = {
 }
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("history_demo", DEMO)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module", params=sorted(SCENARIOS))
 def synthetic(request, tmp_path_factory):
     """(scenario, the synthetic run, its output folder)."""
     out = tmp_path_factory.mktemp(request.param)
-    done = subprocess.run([sys.executable, str(DEMO), "synthetic", str(out), "--scenario", request.param],
+    done = subprocess.run([*DEMO, "synthetic", str(out), "--scenario", request.param], cwd=ROOT,
                           capture_output=True, text=True)
     return request.param, done, out
 
@@ -66,23 +59,22 @@ def test_the_checks_fail_on_a_step_elsewhere_or_a_step_missed(synthetic, tmp_pat
     other)."""
     scenario, done, out = synthetic
     assert done.returncode == 0
-    demo_script = _script()
-    clone, demo, results_dir = demo_script.unpack(out / "history-demo.tar.gz", tmp_path)
+    clone, demo, results_dir = history_demo.unpack(out / "history-demo.tar.gz", tmp_path)
     shutil.move(results_dir, clone / "results")  # where the clone's asv.conf.json reads them
-    demo_script.set_regression_settings(clone / "asv.conf.json", demo.scenario, demo.scenario.threshold)
+    history_checks.set_regression_settings(clone / "asv.conf.json", demo.scenario, demo.scenario.threshold)
     subprocess.run([sys.executable, "-m", "asv", "publish"], cwd=clone, check=True, capture_output=True)
-    notices = demo_script.detect_notices(clone, clone / "results")
-    assert demo_script.check(clone / "html", demo).exact and demo_script.check_notices(notices, demo)
+    notices = history_demo.detect_notices(clone, clone / "results")
+    assert history_checks.check(clone / "html", demo).exact and history_checks.check_notices(notices, demo)
     first = demo.scenario.slowdowns[0]
     for moved in (replace(first, at=first.at + 1), replace(first, kernels=("fp32/float4",))):
         other = replace(demo, scenario=replace(demo.scenario, slowdowns=(moved, *demo.scenario.slowdowns[1:])))
-        assert not demo_script.check_notices(notices, other)
-        listing = demo_script.check(clone / "html", other)
+        assert not history_checks.check_notices(notices, other)
+        listing = history_checks.check(clone / "html", other)
         assert listing.missed and listing.extra
 
 
 def test_resume_refuses_an_archive_of_made_up_figures(synthetic):
     scenario, done, out = synthetic
-    done = subprocess.run([sys.executable, str(DEMO), "run", str(out), "--scenario", scenario, "--resume"],
+    done = subprocess.run([*DEMO, "run", str(out), "--scenario", scenario, "--resume"], cwd=ROOT,
                           capture_output=True, text=True)
     assert done.returncode == 2 and f"is the archive of another demo ({scenario}, made up)" in done.stderr

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Does the gate tell real slowdowns from noise on this GPU box, and refuse a GPU it does not have to itself?
 
 In a scratch clone of HEAD, with the working tree's uncommitted changes committed on top, it makes these commits,
@@ -18,12 +17,13 @@ Steps (--steps, default all of them), each a gate run as `sgemm gate` in the clo
          ones use (written to OUT/noise.json).
   slow_g, slow_s  HEAD -> SLOW_G and HEAD -> SLOW_S with default options: expected exit 1 naming exactly the
          changed kernels (and their precision twins); then each again at 4096 with timing forced, every
-         unchanged kernel of the same file SAME; and scripts/ab-events.py's ratio for the changed kernels (the
+         unchanged kernel of the same file SAME; and tools/acceptance/ab_events.py's ratio for the changed kernels (the
          geometric mean of EVENTS_PROCESSES processes, each with its interval), to compare.
   tile   HEAD -> TILE at 4096: expected exit 0 (no regression), the file's seven kernels timed, no REGRESSION.
   busy   a process running FP16 cuBLAS on the GPU, then a gate: expected exit 2 within 60 s naming that process.
-Writes OUT/selftest.md (a summary table, then every report) and OUT/selftest.json. Exit 0 when every gate ended as
-expected. Usage: scripts/gate-selftest.py [OUT] [--steps aa,slow_g,slow_s,tile,busy] [--aa-runs 3]
+The slowdowns are tools/acceptance/inject.py's spins. Writes OUT/selftest.md (a summary table, then every report)
+and OUT/selftest.json. Exit 0 when every gate ended as expected. Usage, from the repository root on a GPU box:
+    python -m tools.acceptance.gate_selftest [OUT] [--steps aa,slow_g,slow_s,tile,busy] [--aa-runs 3]
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from sgemm import sourcetree
+from sgemm.judging.verdict import Effect
+from tools.acceptance import inject
 
-from sgemm import sourcetree  # noqa: E402
-from sgemm.judging.verdict import Effect  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 # Cycles of spin per tile in the TMA-store epilogue: ~140k cycles a tile of 128 x 256 x 8192 at the power cap's clock.
 SPIN_G = 800
@@ -53,23 +53,25 @@ SPIN_G = 800
 # element-by-element path of fp32_vectorized.cu moved its time by -3.4% and +3.5% whatever their length: where code
 # is added can change how the compiler schedules, and the hardware runs, the whole kernel.
 SPIN_S = "K"
-EDITS = {
-    "SLOW_G": ("kernels/wgmma_specialized.cu",
-               "            } else {\n                float* buffers = ",
-               "            } else {\n                {  // self-test: an injected slowdown\n"
-               f"                    const long long until = clock64() + {SPIN_G};\n"
-               "                    while (clock64() < until) {\n                    }\n                }\n"
-               "                float* buffers = "),
-    "SLOW_S": ("kernels/fp32_naive.cu",
-               "    float acc[COLS] = {};\n",
-               "    float acc[COLS] = {};\n"
-               "    if constexpr (BLOCK_X == 32) {  // self-test: an injected slowdown, before the K loop\n"
-               f"        const long long until = clock64() + {SPIN_S};\n"
-               "        while (clock64() < until) {\n        }\n    }\n"),
-    "TILE": ("kernels/fp32_vectorized.cu",
-             "        for (int g = 0; g < GROUPS; ++g) {\n            const int col = block_col",
-             "        for (int g = GROUPS - 1; g >= 0; --g) {\n            const int col = block_col"),
-}
+
+
+def slow_g(tree: Path) -> None:
+    inject.spin(tree, inject.TMA_STORE_EPILOGUE, str(SPIN_G), f"Gate self-test: an injected slowdown, {SPIN_G} SM "
+                "cycles a tile.")
+
+
+def slow_s(tree: Path) -> None:
+    inject.spin(tree, inject.NAIVE_BEFORE_K_LOOP, SPIN_S, "Gate self-test: an injected slowdown, before the K loop.")
+
+
+def tile(tree: Path) -> None:
+    """fp32_vectorized.cu's column groups of C written out in the other order: new programs, not slower ones."""
+    inject.replace_once(tree / "kernels" / "fp32_vectorized.cu",
+                        "        for (int g = 0; g < GROUPS; ++g) {\n            const int col = block_col",
+                        "        for (int g = GROUPS - 1; g >= 0; --g) {\n            const int col = block_col")
+
+
+EDITS = {"SLOW_G": slow_g, "SLOW_S": slow_s, "TILE": tile}
 CHANGED = {"SLOW_G": {"fp16/wgmma_grouped_tma_store", "bf16/wgmma_grouped_tma_store"},
            "SLOW_S": {"fp32/naive"}}
 EVENTS_CASES = {"SLOW_G": [("fp16/wgmma_grouped_tma_store", 8192), ("bf16/wgmma_grouped_tma_store", 8192),
@@ -99,12 +101,12 @@ def make_clone(source: Path) -> tuple[Path, dict[str, str]]:
     if git(clone, "status", "--porcelain"):
         git(clone, "commit", "-qm", "the working tree")
     commits = {"HEAD": git(clone, "rev-parse", "HEAD")}
-    for name, (path, old, new) in EDITS.items():
+    for name, edit in EDITS.items():
         git(clone, "checkout", "-q", commits["HEAD"])
-        text = (clone / path).read_text()
-        if text.count(old) != 1:
-            sys.exit(f"{path} is not the file this self-test edits for {name}")
-        (clone / path).write_text(text.replace(old, new))
+        try:
+            edit(clone)
+        except inject.InjectError as exc:
+            sys.exit(f"gate-selftest: {name}: {exc}")
         git(clone, "commit", "-qam", f"self-test: {name}")
         commits[name] = git(clone, "rev-parse", "HEAD")
     git(clone, "checkout", "-q", commits["HEAD"])
@@ -139,16 +141,17 @@ def run_gate(clone: Path, out: Path, work: Path, name: str, base: str, head: str
 
 
 def events_ratio(clone: Path, commits: dict[str, str], name: str, kernel: str, size: int) -> tuple[float, str]:
-    """scripts/ab-events.py's ratio in EVENTS_PROCESSES processes: their geometric mean, and in words each process's
-    ratio with its interval and a 95% t-interval over the processes (a ratio moves more between processes than
-    within one)."""
+    """tools/acceptance/ab_events.py's ratio in EVENTS_PROCESSES processes: their geometric mean, and in words each
+    process's ratio with its interval and a 95% t-interval over the processes (a ratio moves more between processes
+    than within one)."""
     trees = Path(tempfile.mkdtemp(prefix="ab-events-"))
     for side in ("HEAD", name):
         sourcetree.export(clone, commits[side], trees / side)
     found = []
     for _ in range(EVENTS_PROCESSES):
-        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "ab-events.py"), str(trees / "HEAD"),
-                               str(trees / name), kernel, str(size)], cwd=clone, capture_output=True, text=True)
+        # Run from this checkout, whatever commit the clone has checked out: the timer is this repository's.
+        done = subprocess.run([sys.executable, "-m", "tools.acceptance.ab_events", str(trees / "HEAD"),
+                               str(trees / name), kernel, str(size)], cwd=ROOT, capture_output=True, text=True)
         if done.returncode:
             print(done.stderr[-2000:], file=sys.stderr)
             return float("nan"), "the events script failed"

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A second opinion on a paired ratio: one kernel built from two source trees, timed with nothing but CuPy events.
 
 Independent of the paired timer it checks (sgemm.measuring.paired): no blocking kernel, no block sizing, no pair
@@ -16,7 +15,8 @@ stretches of the timed runs, each giving the same ratio of medians: a t-interval
 ratio of the whole. With --flush-l2, a buffer twice the L2 is written before every launch, outside the events, and
 each launch is a run of its own.
 
-Usage: scripts/ab-events.py TREE_A TREE_B KERNEL SIZE [--seconds 6] [--run 10] [--flush-l2]
+Usage, from the repository root (on a GPU box):
+    python -m tools.acceptance.ab_events TREE_A TREE_B KERNEL SIZE [--seconds 6] [--run 10] [--flush-l2]
 (a tree is a folder holding kernels/ and sgemm/catalogue.toml, e.g. from `git archive`). Prints one line of JSON.
 """
 
@@ -30,10 +30,8 @@ import time
 from pathlib import Path
 from statistics import median, stdev
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from sgemm.commands.args import integer_at_least  # noqa: E402
-from sgemm.judging.verdict import Effect  # noqa: E402
+from sgemm.commands.args import integer_at_least
+from sgemm.judging.verdict import Effect
 
 WARMUP_S = 1.0
 QUEUED = 10

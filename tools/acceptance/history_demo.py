@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A history that shows the step: a demo branch on which a commit slows one kernel by a little (two such commits in
 the `watch` scenario), benchmarked commit by commit with asv on a GPU box, published with `sgemm publish`, and
 checked: asv's Regressions page and the history's notices (`notices.json`, the site's "Regressions first" page) must
@@ -19,11 +18,13 @@ Three scenarios (--scenario):
             fp16/cublas, fp16/wgmma_cluster (8192) and fp32/float4 (4096).
 In a paired scenario the first commit names the branch's base as the catalogue's [suite] reference. Every other
 commit changes documentation only, and what the kernels compute is unchanged.
+The scenarios and the branch built from one are tools/acceptance/scenarios.py, the slowing edit
+tools/acceptance/inject.py, and the checks tools/acceptance/history_checks.py.
 
-Three steps, because the GPU box has no browser and the browser box has no GPU:
+Three steps, because the GPU box has no browser and the browser box has no GPU (each from the repository root):
 
-  scripts/history-demo.py run OUT [--scenario warptile|hopper|watch] [--percent P] [--size N] [--confirm]
-                              [--resume]                                                      (on a GPU box)
+  python -m tools.acceptance.history_demo run OUT [--scenario warptile|hopper|watch] [--percent P] [--size N]
+                                                  [--confirm] [--resume]                      (on a GPU box)
       In a scratch clone of HEAD, the scenario's commits on a branch `main`. Then, for each commit in turn, `git
       checkout` and `asv run --python=same --set-commit-hash` over the scenario's cases (its tracks, every sample
       recorded): the checkout's package is what runs, every case of a commit measured in one process
@@ -33,15 +34,15 @@ Three steps, because the GPU box has no browser and the browser box has no GPU:
       notices. With --confirm, the `confirm` step follows in the same run. The archive is written after every
       commit: --resume goes on from it where a run was cut off.
       Needs asv and cuda-bench importable, as for `asv run --python=same`.
-  scripts/history-demo.py confirm ARCHIVE [--budget-s S]                                       (on a GPU box)
+  python -m tools.acceptance.history_demo confirm ARCHIVE [--budget-s S]                       (on a GPU box)
       `sgemm confirm` of every candidate notice of the archive's history (each step's two sides timed paired in one
       process, round by round); the records it files go into the archive, written again in place.
-  scripts/history-demo.py publish ARCHIVE [--docs DIR] [--npm-cache DIR]                      (anywhere, no GPU)
+  python -m tools.acceptance.history_demo publish ARCHIVE [--docs DIR] [--npm-cache DIR]      (anywhere, no GPU)
       `sgemm publish` of the archive's results against its demo branch, the checks, then headless-Chromium
       screenshots of asv's Regressions page, of the site's "Regressions first" page and of each slowed kernel's
       history graph, and a README with the figures, into --docs (default docs/history, or docs/history/SCENARIO).
       When a check fails, they go to a scratch folder instead and docs/ is left alone.
-  scripts/history-demo.py synthetic OUT [--scenario ...]                                             (no GPU)
+  python -m tools.acceptance.history_demo synthetic OUT [--scenario ...]                             (no GPU)
       The archive `run` would write, from made-up figures with the scenario's steps, to try `publish` with.
 
 The checks: asv's regressions.json lists exactly the slowed kernels' judged track, each at its slowing commit alone
@@ -72,416 +73,18 @@ import tarfile
 import tempfile
 import time
 import urllib.parse
-from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from sgemm import asvsuite  # noqa: E402
+from sgemm import asvsuite
+from tools import site_screenshot
+from tools.acceptance.history_checks import (AsvListing, bench_regex, case, check, check_notices, expected_entries,
+                                             history_table, set_regression_settings)
+from tools.acceptance.scenarios import (ROOT, SCENARIOS, Commit, Demo, DemoError, Scenario, Slowdown, build_branch,
+                                        git)
 
 ARCHIVE = "history-demo.tar.gz"
 BUNDLE, METADATA, RESULTS, NOTICES = "demo.bundle", "demo.json", "results", "notices.json"
-COMMITTER = {"GIT_AUTHOR_NAME": "history demo", "GIT_AUTHOR_EMAIL": "history-demo@localhost",
-             "GIT_COMMITTER_NAME": "history demo", "GIT_COMMITTER_EMAIL": "history-demo@localhost"}
 SCREEN = {"width": 1280, "height": 800, "wait_ms": 15000}
-WARPTILE_SOURCE, HOPPER_SOURCE = "kernels/fp32_warptile.cu", "kernels/wgmma_specialized.cu"
-HOPPER_PAIR = ("fp16/wgmma_grouped_tma_store", "bf16/wgmma_grouped_tma_store")
-
-
-@dataclass(frozen=True)
-class Slowdown:
-    """A commit of the branch that makes kernels sharing one source spin a little longer."""
-
-    at: int  # the commit's place on the branch, counted from 1
-    kernels: tuple[str, ...]  # one kernel, or precision twins sharing the code
-    source: str  # the file it edits
-    size: int  # the square size they are timed at
-    percent: float  # about how much slower
-
-    @property
-    def subject(self) -> str:
-        return f"{' and '.join(self.kernels)}: a spin of about {self.percent:g}% of the time"
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """The branch's length, what it slows where, and on which track the checks read it."""
-
-    name: str
-    commits: int
-    slowdowns: tuple[Slowdown, ...]
-    controls: tuple[tuple[str, int], ...]  # (kernel, size), unchanged on the branch: their figures must stay flat
-    judged: str  # the track the checks read
-    threshold: float  # default regressions_thresholds of the judged track
-    paired: bool  # the first commit names the branch's base as [suite] reference, and the runs time against it
-    # Made-up figures for `synthetic`: the judged figure's level per kernel (1 where not named: a ratio), and its
-    # noise from one commit to the next
-    synthetic_levels: tuple[tuple[str, float], ...] = ()
-    synthetic_noise: float = 0.0005
-
-    @property
-    def cases(self) -> tuple[tuple[str, int], ...]:
-        return (*self.controls, *((name, slow.size) for slow in self.slowdowns for name in slow.kernels))
-
-    @property
-    def methods(self) -> tuple[str, ...]:
-        """The tracks recorded: the judged one, the time and clock of every sample, and what the history's detector
-        reads where no paired ratio is recorded (the round's median time) and shows beside a step (the round's
-        clock, the power)."""
-        return tuple(dict.fromkeys((self.judged, asvsuite.TIME, asvsuite.SM_CLOCK, asvsuite.ROUND_TIME,
-                                    asvsuite.ROUND_SM_CLOCK, asvsuite.POWER)))
-
-    @property
-    def not_judged(self) -> str:
-        """regressions_first_commits' key that turns detection off for every other track: a faster clock is no
-        regression, and at the power cap neither is a time the clock moved."""
-        return rf".*\.({'|'.join(t for t in asvsuite.TRACKS if t != self.judged)})\("
-
-    def adjusted(self, percent: float | None, size: int | None) -> Scenario:
-        """Every slowdown made `percent`% and every case timed at `size`, where given."""
-        slowdowns = tuple(replace(slow, percent=slow.percent if percent is None else percent,
-                                  size=slow.size if size is None else size) for slow in self.slowdowns)
-        controls = tuple((name, own if size is None else size) for name, own in self.controls)
-        return replace(self, slowdowns=slowdowns, controls=controls)
-
-
-SCENARIOS = {
-    "warptile": Scenario("warptile", 10, (Slowdown(6, ("fp32/warptile",), WARPTILE_SOURCE, 4096, 3.0),),
-                         (("fp32/cublas", 4096), ("fp32/float4", 4096)), asvsuite.TIME, 0.02, False,
-                         (("fp32/cublas", 2.66e-3), ("fp32/float4", 3.91e-3), ("fp32/warptile", 5.05e-3)), 0.001),
-    "hopper": Scenario("hopper", 10, (Slowdown(6, HOPPER_PAIR, HOPPER_SOURCE, 8192, 1.0),),
-                       (("fp16/cublas", 8192), ("fp16/wgmma_cluster", 8192)), asvsuite.OVER_REFERENCE, 0.005, True),
-    "watch": Scenario("watch", 22, (Slowdown(8, HOPPER_PAIR, HOPPER_SOURCE, 8192, 1.0),
-                                    Slowdown(15, ("fp32/warptile",), WARPTILE_SOURCE, 4096, 2.0)),
-                      (("fp16/cublas", 8192), ("fp16/wgmma_cluster", 8192), ("fp32/float4", 4096)),
-                      asvsuite.OVER_REFERENCE, 0.005, True),
-}
-
-
-class DemoError(RuntimeError):
-    """The demo cannot start or go on; the message says why."""
-
-
-@dataclass(frozen=True)
-class Commit:
-    hash: str
-    subject: str
-
-
-@dataclass
-class Demo:
-    """What `run` (or `synthetic`) did, as the archive's demo.json keeps it for `confirm` and `publish`."""
-
-    scenario: Scenario
-    commits: list[Commit]
-    machine: str
-    gpu: str
-    started: str
-    asv_seconds: list[float]
-    asv_exit: list[int]
-    driver: str = ""
-    synthetic: bool = False
-    confirm_seconds: float | None = None
-    confirm_exit: int | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def slowing_commit(self, slow: Slowdown) -> Commit:
-        return self.commits[slow.at - 1]
-
-    def save(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=1) + "\n")
-
-    @classmethod
-    def load(cls, path: Path) -> Demo:
-        data = json.loads(path.read_text())
-        scenario = data["scenario"]
-        scenario["slowdowns"] = tuple(Slowdown(**{**slow, "kernels": tuple(slow["kernels"])})
-                                      for slow in scenario["slowdowns"])
-        for key in ("controls", "synthetic_levels"):
-            scenario[key] = tuple(tuple(pair) for pair in scenario[key])
-        data["scenario"] = Scenario(**scenario)
-        data["commits"] = [Commit(**commit) for commit in data["commits"]]
-        return cls(**data)
-
-
-# --- The demo branch ---------------------------------------------------------------------------------------------
-
-
-def git(repo: Path, *args: str, env: dict | None = None) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise DemoError(f"git {' '.join(args)} exited {done.returncode}: {done.stderr.strip()}")
-    return done.stdout.strip()
-
-
-# SM cycles of spin per unit of K, per 1% of slowdown of fp32/warptile: a block's main loop runs K / BK steps, so a
-# spin proportional to K costs the same share of its time at every size. Measured on an H100 at 4096
-# (scripts/gate-selftest.py): 18 cycles per unit of K made it 3.0-3.1% slower, alike in the gate and side by side.
-SPIN_PER_K_PER_PERCENT = 6
-# SM cycles of spin per tile in the TMA-store epilogue, per 1% of slowdown of wgmma_grouped_tma_store at 8192. On an
-# H100, 1,400 made it 0.84% slower, FP16 and BF16 alike (2 s of pairs in each of twelve processes, 1.0084 with a
-# spread of 0.1% between them: docs/history/brief-pairing.md); 800 had made it 0.57-0.60% slower (docs/gate/): not in
-# proportion, for reasons not measured.
-SPIN_PER_TILE_PER_PERCENT = 1670
-
-
-def _edit(source: Path, anchor: str, addition: str) -> None:
-    text = source.read_text()
-    if text.count(anchor) != 1:
-        raise DemoError(f"{source} is not the kernel this demo edits: it expects one `{anchor.strip()}`")
-    source.write_text(text.replace(anchor, addition + anchor))
-
-
-def _spin_per_k(source: Path, percent: float) -> None:
-    spin = round(percent * SPIN_PER_K_PER_PERCENT)
-    _edit(source, "    constexpr int WARP = 32;\n",  # the kernel's first statement
-          f"    // History demo: spin {spin} SM cycles per unit of K before the block starts, about {percent:g}% "
-          "of its time.\n"
-          f"    for (const long long until = clock64() + {spin}LL * K; clock64() < until;) {{\n    }}\n")
-
-
-def _spin_per_tile(source: Path, percent: float) -> None:
-    spin = round(percent * SPIN_PER_TILE_PER_PERCENT)
-    _edit(source, "                float* buffers = reinterpret_cast<float*>(shared + STAGES * L::kStageBytes) +",
-          f"                // History demo: spin {spin} SM cycles a tile before its TMA stores.\n"
-          f"                for (const long long until = clock64() + {spin}; clock64() < until;) {{\n"
-          "                }\n")
-
-
-EDITS = {WARPTILE_SOURCE: _spin_per_k, HOPPER_SOURCE: _spin_per_tile}
-
-
-def slow_down(slow: Slowdown, tree: Path) -> None:
-    """Make the slowdown's kernels spin on the SM's cycle counter: about `percent`% slower, what they compute
-    unchanged."""
-    if slow.source not in EDITS:
-        raise DemoError(f"no edit is known for {slow.source}: the demo edits {', '.join(EDITS)}")
-    EDITS[slow.source](tree / slow.source, slow.percent)
-
-
-def name_reference(catalogue: Path, commit: str) -> None:
-    """Make `commit` the catalogue's [suite] reference (the line is there, naming another)."""
-    text = catalogue.read_text()
-    lines = [line for line in text.splitlines() if line.startswith("reference = ")]
-    if len(lines) != 1:
-        raise DemoError(f"{catalogue} has no single `reference = ...` line in its [suite] table")
-    catalogue.write_text(text.replace(lines[0], f'reference = "{commit}"'))
-
-
-def build_branch(clone: Path, scenario: Scenario, demo_name: str = "History") -> list[Commit]:
-    """Clone HEAD into `clone` and commit the scenario's changes on a branch `main` there (asv.conf.json's branch).
-    Author, committer and dates are fixed (a minute apart after HEAD's), so the same HEAD gives the same hashes."""
-    git(ROOT, "clone", "-q", "--no-hardlinks", str(ROOT), str(clone))
-    git(clone, "checkout", "-q", "-B", "main")
-    base_time = int(git(clone, "log", "-1", "--format=%ct"))
-    base = git(clone, "rev-parse", "HEAD")
-    slowing = {slow.at: slow for slow in scenario.slowdowns}
-    commits = []
-    for number in range(1, scenario.commits + 1):
-        if number in slowing:
-            slow_down(slowing[number], clone)
-            subject = slowing[number].subject
-        elif number == 1 and scenario.paired:
-            name_reference(clone / "sgemm" / "catalogue.toml", base)
-            subject = f"catalogue: the history's reference is {base[:8]}, the branch's base"
-        else:
-            with open(clone / "README.md", "a") as readme:
-                readme.write(f"\n{demo_name} demo: documentation change {number}.\n")
-            subject = f"README: documentation change {number}"
-        stamp = f"@{base_time + 60 * number} +0000"
-        env = dict(os.environ, **COMMITTER, GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)
-        git(clone, "commit", "-q", "-a", "-m", subject, env=env)
-        commits.append(Commit(git(clone, "rev-parse", "HEAD"), subject))
-    return commits
-
-
-# --- asv's names for the cases -----------------------------------------------------------------------------------
-
-
-def case(name: str, size: int) -> asvsuite.SuiteCase:
-    return asvsuite.SuiteCase.square(name, size)
-
-
-def label(name: str, size: int, scenario: Scenario) -> str:
-    """A case as the tables name it: the kernel, and its size where the scenario's cases differ in size."""
-    return name if len({each for _, each in scenario.cases}) == 1 else f"{name} {size}"
-
-
-def bench_regex(scenario: Scenario) -> str:
-    return "|".join(case(name, size).pattern(scenario.methods) for name, size in scenario.cases)
-
-
-def read_figures(results_dir: Path, demo: Demo) -> dict[tuple[str, str, str, int], float | None]:
-    """(commit, method, kernel, size) -> asv's value (a median, from the samples); None where asv recorded none."""
-    figures: dict[tuple[str, str, str, int], float | None] = {}
-    for commit in demo.commits:
-        found = asvsuite.runs(results_dir, demo.machine, commit.hash)
-        for method, (name, size) in itertools.product(demo.scenario.methods, demo.scenario.cases):
-            value = found[-1].value(case(name, size), method) if found else None
-            figures[commit.hash, method, name, size] = None if value is None or math.isnan(value) else value
-    return figures
-
-
-def _cell(value: float | None, scale: float, digits: int) -> str:
-    return "none" if value is None else f"{value * scale:.{digits}f}"
-
-
-def step_ratios(figures: dict, demo: Demo) -> list[str]:
-    """Each case's median figure after each slowing commit over its median before it, the commits between the
-    neighbouring slowing commits only (a case slowed elsewhere on the branch is compared on a flat stretch)."""
-    scenario, judged = demo.scenario, demo.scenario.judged
-    bounds = [1, *(slow.at for slow in scenario.slowdowns), scenario.commits + 1]
-    lines = []
-    for index, slow in enumerate(scenario.slowdowns, 1):
-        before = demo.commits[bounds[index - 1] - 1:slow.at - 1]
-        after = demo.commits[slow.at - 1:bounds[index + 1] - 1]
-        ratios = []
-        for name, size in scenario.cases:
-            sides = [[figures[commit.hash, judged, name, size] for commit in side] for side in (before, after)]
-            if any(None in side or not side for side in sides):
-                ratios.append(f"{label(name, size, scenario)} n/a")
-            else:
-                ratio = statistics.median(sides[1]) / statistics.median(sides[0])
-                ratios.append(f"{label(name, size, scenario)} {ratio:.4f}"
-                              + (" (slowed)" if name in slow.kernels else ""))
-        lines.append(f"At commit {slow.at} (`{demo.slowing_commit(slow).hash[:8]}`), the median figure of commits "
-                     f"{slow.at}–{bounds[index + 1] - 1} over that of commits {bounds[index - 1]}–{slow.at - 1}: "
-                     + ", ".join(ratios) + ".")
-    return lines
-
-
-def history_table(results_dir: Path, demo: Demo) -> list[str]:
-    """Markdown: each commit's judged figure per case (the median time in ms, or the median ratio to the reference
-    build) and each slowed kernel's SM clock, then the figures' ratios across each slowing commit."""
-    figures = read_figures(results_dir, demo)
-    scenario, judged = demo.scenario, demo.scenario.judged
-    scale, digits, unit = (1e3, 4, "ms") if judged == asvsuite.TIME else (1, 5, "over the reference")
-    clocked = [(slow.kernels[0], slow.size) for slow in scenario.slowdowns]
-    lines = ["| # | commit | change | "
-             + " | ".join(f"{label(name, size, scenario)} ({unit})" for name, size in scenario.cases)
-             + "".join(f" | {label(name, size, scenario)} SM clock (MHz)" for name, size in clocked) + " |",
-             "|---" * (len(scenario.cases) + len(clocked) + 3) + "|"]
-    slowing = {demo.slowing_commit(slow) for slow in scenario.slowdowns}
-    for number, commit in enumerate(demo.commits, 1):
-        values = [_cell(figures[commit.hash, judged, name, size], scale, digits) for name, size in scenario.cases]
-        values += [_cell(figures[commit.hash, asvsuite.SM_CLOCK, name, size], 1, 0) for name, size in clocked]
-        marker = " **←**" if commit in slowing else ""
-        lines.append(f"| {number} | `{commit.hash[:8]}` | {commit.subject}{marker} | {' | '.join(values)} |")
-    return lines + [""] + step_ratios(figures, demo)
-
-
-# --- The checks --------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Listed:
-    """One regression as asv's Regressions page shows it."""
-
-    name: str
-    commit: str  # the first commit with the higher value
-    range_start: str | None  # the last commit before it, when asv could not pin the step to one commit
-    before: float
-    after: float
-
-
-def listed_regressions(html_dir: Path) -> list[Listed]:
-    index = json.loads((html_dir / "index.json").read_text())
-    hashes = {int(revision): commit for revision, commit in index["revision_to_hash"].items()}
-    listed = []
-    for name, _graph, _params, _index, _last, _best, jumps in json.loads(
-            (html_dir / "regressions.json").read_text())["regressions"]:
-        for start, end, before, after in jumps or []:
-            listed.append(Listed(name, hashes[end], None if start is None else hashes[start], before, after))
-    return listed
-
-
-def expected_entries(demo: Demo) -> list[tuple[str, str]]:
-    """(asv's entry of the judged track, the slowing commit) of every slowed kernel."""
-    return sorted((case(name, slow.size).entry(demo.scenario.judged), demo.slowing_commit(slow).hash)
-                  for slow in demo.scenario.slowdowns for name in slow.kernels)
-
-
-@dataclass(frozen=True)
-class AsvListing:
-    """What asv's Regressions page made of the branch, held against its slowdowns."""
-
-    # (asv's entry, commit): a slowed kernel's judged track that asv did not list at its slowing commit
-    missed: list[tuple[str, str]]
-    # (asv's entry, commit): a listing no slowdown explains (another case, another commit, or a range of commits)
-    extra: list[tuple[str, str]]
-
-    def describe(self) -> str:
-        return "".join(f"; missed {entry} at {commit[:8]}" for entry, commit in self.missed) + "".join(
-            f"; wrongly listed {entry} at {commit[:8]}" for entry, commit in self.extra)
-
-    @property
-    def exact(self) -> bool:
-        return not self.missed and not self.extra
-
-
-def check(html_dir: Path, demo: Demo) -> AsvListing:
-    """Print what the published regressions.json lists, against the slowed kernels each at its slowing commit. asv's
-    own step detection is not the product's: a listing it missed is reported, a listing it made wrongly fails the
-    demo."""
-    expected = expected_entries(demo)
-    subjects = {commit.hash: commit.subject for commit in demo.commits}
-    listed = listed_regressions(html_dir)
-    print(f"asv's Regressions page ({html_dir / 'regressions.json'}): {len(listed)} listed; expected "
-          + ", ".join(f"{entry} at {commit[:8]}" for entry, commit in expected) + " alone")
-    for item in listed:
-        where = (f"{item.commit[:8]}" if item.range_start is None
-                 else f"somewhere in {item.range_start[:8]}..{item.commit[:8]}")
-        print(f"    {item.name} at {where} ({subjects.get(item.commit, 'not a demo commit')}): "
-              f"{item.before:.6g} -> {item.after:.6g} ({item.after / item.before - 1:+.2%})")
-    pinned = [(item.name, item.commit) for item in listed if item.range_start is None]
-    listing = AsvListing([each for each in expected if each not in pinned],
-                         [(item.name, item.commit) for item in listed
-                          if item.range_start is not None or (item.name, item.commit) not in expected])
-    verdict = "PASS" if listing.exact else "FAIL" if listing.extra else "PASS, with a miss"
-    print(f"check of asv's page: {verdict}{listing.describe()}")
-    return listing
-
-
-def check_notices(notices: dict, demo: Demo) -> bool:
-    """Print the history's notices; True when there is one for each slowing commit, naming the kernels it slowed
-    at their size, first bad at that commit, and no other."""
-    expected = sorted((demo.slowing_commit(slow).hash, tuple(sorted(slow.kernels)), slow.size)
-                      for slow in demo.scenario.slowdowns)
-    found = notices.get("notices", [])
-    subjects = {commit.hash: commit.subject for commit in demo.commits}
-    print(f"The history's notices: {len(found)}; expected one at each of "
-          + ", ".join(f"{commit[:8]} ({' and '.join(kernels)} at {size})" for commit, kernels, size in expected))
-    seen = []
-    for notice in found:
-        sizes = sorted({entry["size"] for entry in notice["cases"]})
-        print(f"    {notice['state']}: {' and '.join(notice['kernels'])} at {', '.join(map(str, sizes))}, first bad "
-              f"{str(notice['first_bad'])[:8]} ({subjects.get(notice['bad'], 'not a demo commit')})")
-        for entry in notice["cases"]:
-            confirmed = entry.get("confirmation")
-            print(f"        {entry['case']} {entry['size']}: step {entry['ratio']:.4f} ({entry['interval'][0]:.4f}–"
-                  f"{entry['interval'][1]:.4f}), SM clock {_clock(entry['before'])} → {_clock(entry['after'])} MHz"
-                  + (f"; confirmed {confirmed['verdict']}, {confirmed['ratio']:.4f} ({confirmed['interval'][0]:.4f}"
-                     f"–{confirmed['interval'][1]:.4f})" if confirmed else ""))
-        seen.append((notice["first_bad"], tuple(notice["kernels"]), sizes[0] if len(sizes) == 1 else tuple(sizes)))
-    passed = sorted(seen, key=str) == sorted(expected, key=str)
-    print(f"check of the notices: {'PASS' if passed else 'FAIL'}")
-    return passed
-
-
-def _clock(side: dict) -> str:
-    clock = side.get("sm_clock_mhz")
-    return "?" if clock is None else f"{clock:.0f}"
-
-
-def set_regression_settings(config: Path, scenario: Scenario, threshold: float) -> None:
-    """The demo's regression settings in the scratch clone's asv.conf.json (rewritten without its comments)."""
-    from asv.util import load_json
-
-    conf = load_json(str(config), js_comments=True)
-    conf["regressions_thresholds"] = {".*": threshold}
-    conf["regressions_first_commits"] = {scenario.not_judged: None}
-    config.write_text(json.dumps(conf, indent=2) + "\n")
 
 
 # --- The archive ---------------------------------------------------------------------------------------------------
@@ -511,7 +114,7 @@ def unpack(archive: Path, into: Path) -> tuple[Path, Demo, Path]:
             tar.extractall(into, filter="data")
         demo = Demo.load(into / METADATA)
     except (OSError, tarfile.TarError, ValueError, KeyError, TypeError) as exc:
-        raise DemoError(f"{archive}: not an archive of `history-demo.py run` ({exc})") from exc
+        raise DemoError(f"{archive}: not an archive of `history_demo run` ({exc})") from exc
     clone = into / "clone"
     git(into, "clone", "-q", "-b", "main", str(into / BUNDLE), str(clone))
     if git(clone, "rev-parse", "HEAD") != demo.commits[-1].hash:
@@ -800,9 +403,6 @@ def history_shot(demo: Demo, slow: Slowdown) -> str:
 def screenshots(site: Path, demo: Demo, folder: Path) -> tuple[list[Path], str, str]:
     """asv's Regressions page, the site's "Regressions first" page and each slowed kernel's history graph,
     rendered offline; the two pages' DOM."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import site_screenshot
-
     from sgemm.publishing.regressions import PAGE_DIR
 
     index = json.loads((site / "index.json").read_text())
@@ -826,8 +426,8 @@ def write_readme(folder: Path, demo: Demo, results_dir: Path, threshold: float, 
     scenario = demo.scenario
     lines = ["# A history that shows the step" + ("s" if len(scenario.slowdowns) > 1 else ""), ""]
     if demo.synthetic:
-        lines += ["**Made-up figures** (`scripts/history-demo.py synthetic`): a trial of the publish step, not a "
-                  "measurement.", ""]
+        lines += ["**Made-up figures** (`python -m tools.acceptance.history_demo synthetic`): a trial of the publish "
+                  "step, not a measurement.", ""]
     listed = [f"`{name}`" for slow in scenario.slowdowns for name in slow.kernels
               if (case(name, slow.size).entry(scenario.judged), demo.slowing_commit(slow).hash) not in listing.missed]
     missed = [f"`{entry}` at `{commit[:8]}`" for entry, commit in listing.missed]
@@ -871,13 +471,13 @@ def write_readme(folder: Path, demo: Demo, results_dir: Path, threshold: float, 
         "",
         "How it was made:",
         "",
-        f"1. On the GPU box: `scripts/history-demo.py run OUT --scenario {scenario.name}"
+        f"1. On the GPU box: `python -m tools.acceptance.history_demo run OUT --scenario {scenario.name}"
         + (" --confirm" if demo.confirm_seconds is not None else "") + "` (for each commit of the demo branch in a "
         "scratch clone: `git checkout` and `asv run --python=same --set-commit-hash <commit> --record-samples "
         "--bench ...`" + ("; then `sgemm confirm --notices` of the history's candidates" if
                           demo.confirm_seconds is not None else "") + ").",
-        f"2. Anywhere: `scripts/history-demo.py publish OUT/{ARCHIVE}` (`sgemm publish` of those results, then "
-        "`scripts/site_screenshot.py`'s headless Chromium with every host but the loopback cut off).",
+        f"2. Anywhere: `python -m tools.acceptance.history_demo publish OUT/{ARCHIVE}` (`sgemm publish` of those "
+        "results, then `tools/site_screenshot.py`'s headless Chromium with every host but the loopback cut off).",
         *(["", *demo.notes] if demo.notes else []),
         "",
         f"asv lists only steps larger than `regressions_thresholds` (default 5%); the demo's site used "

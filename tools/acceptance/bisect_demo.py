@@ -1,12 +1,11 @@
-#!/usr/bin/env python3
 """`sgemm bisect` on a branch with a known culprit: in a scratch clone of HEAD, a branch of --commits commits (16 by
 default), of which commit --slow-at (11) makes the TMA-store epilogue of kernels/wgmma_specialized.cu spin about
---percent (1%) longer at 8192 (the edit scripts/history-demo.py's `hopper` scenario makes), the others changing
-documentation only. Then `sgemm bisect fp16/wgmma_grouped_tma_store --size 8192` from the branch's base (good) to its
-tip (bad), on this box's GPU, and the check: the first bad commit it names is the slowing one.
+--percent (1%) longer at 8192 (the edit the history demo's `hopper` scenario makes: tools/acceptance/inject.py), the
+others changing documentation only. Then `sgemm bisect fp16/wgmma_grouped_tma_store --size 8192` from the branch's
+base (good) to its tip (bad), on this box's GPU, and the check: the first bad commit it names is the slowing one.
 
-    scripts/bisect-demo.py OUT [--commits 16] [--slow-at 11] [--percent 1] [--size 8192] [--budget-s 480]
-                               [--max-rounds 6] [--dry-run]
+    python -m tools.acceptance.bisect_demo OUT [--commits 16] [--slow-at 11] [--percent 1] [--size 8192]
+                                               [--budget-s 480] [--max-rounds 6] [--dry-run]  (from the repository root)
 
 OUT receives the bisect's result (OUT/results/<machine>/bisect/<id>.json), its state and its log (OUT/bisect.log).
 Prints the branch, the bisect's verdict, the builds it made and its wall time. --dry-run makes the branch and prints
@@ -19,7 +18,6 @@ not start.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
@@ -27,30 +25,20 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tools.acceptance import scenarios
+from tools.acceptance.scenarios import HOPPER_PAIR, HOPPER_SOURCE, ROOT, DemoError, Scenario, Slowdown, git
 
-
-def _history_demo():
-    """scripts/history-demo.py, whose `hopper` scenario's edit this demo makes (a script, not a module)."""
-    spec = importlib.util.spec_from_file_location("history_demo", ROOT / "scripts" / "history-demo.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-history_demo = _history_demo()
-KERNEL = history_demo.HOPPER_PAIR[0]
+KERNEL = HOPPER_PAIR[0]
 
 
 def build_branch(clone: Path, commits: int, slow_at: int, percent: float, size: int
                  ) -> tuple[str, list[tuple[str, str]]]:
     """The branch `main` in a clone of HEAD, made as the history demo makes its own (fixed dates, so the same HEAD
     gives the same hashes): its base, and (hash, subject) of each commit."""
-    slowdown = history_demo.Slowdown(slow_at, history_demo.HOPPER_PAIR, history_demo.HOPPER_SOURCE, size, percent)
-    scenario = history_demo.Scenario("bisect", commits, (slowdown,), (), "", 0.0, paired=False)
-    made = history_demo.build_branch(clone, scenario, "Bisect")
-    return history_demo.git(clone, "rev-parse", f"main~{commits}"), [(commit.hash, commit.subject) for commit in made]
+    slowdown = Slowdown(slow_at, HOPPER_PAIR, HOPPER_SOURCE, size, percent)
+    scenario = Scenario("bisect", commits, (slowdown,), (), "", 0.0, paired=False)
+    made = scenarios.build_branch(clone, scenario, "Bisect")
+    return git(clone, "rev-parse", f"main~{commits}"), [(commit.hash, commit.subject) for commit in made]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         base, commits = build_branch(clone, args.commits, args.slow_at, args.percent, args.size)
-    except history_demo.DemoError as exc:
+    except DemoError as exc:
         print(f"bisect-demo: {exc}", file=sys.stderr)
         return 2
     culprit = commits[args.slow_at - 1][0]

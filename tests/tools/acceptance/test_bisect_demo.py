@@ -1,16 +1,18 @@
 """The bisect demo's branch, made without a GPU (--dry-run): its commits, one of which alone changes the Hopper
-kernel's source, and the bisect command it would run. The GPU run is `scripts/bisect-demo.py OUT` on an H100."""
+kernel's source, and the bisect command it would run. The GPU run is `python -m tools.acceptance.bisect_demo OUT`
+on an H100."""
 
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_branch_has_one_slowing_commit_and_the_command_names_its_ends(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "bisect-demo.py"), str(tmp_path), "--dry-run",
-                           "--commits", "16", "--slow-at", "11"], check=False, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "tools.acceptance.bisect_demo", str(tmp_path), "--dry-run",
+                           "--commits", "16", "--slow-at", "11"], cwd=ROOT, check=False, capture_output=True,
+                          text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     branch = [line.split() for line in lines if line.startswith("  ") and line.strip()[:2].strip().isdigit()]
