@@ -50,7 +50,7 @@ def _skip_without_modules(items) -> None:
 
 # Its module's two scenarios take 20 s and 10 s to set up: collected late, they were the last thing one xdist worker
 # ran while the other had finished (12 s of a 2-core run). First, they are spread among the rest.
-RUN_FIRST = ("tests/test_history_demo.py",)
+RUN_FIRST = ("tests/tools/acceptance/test_history_demo.py",)
 
 
 def pytest_collection_modifyitems(config, items):

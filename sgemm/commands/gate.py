@@ -52,14 +52,23 @@ def add_gate(add) -> None:
 
 def add_noise(add) -> None:
     noise = add("noise", cmd_noise, "learn each case's round-to-round noise on one machine, for the gate: unpaired "
-                "from asv results of unchanged code (the history), paired from paired gates' rounds", kernels=False)
+                "from asv results of unchanged code (the history), paired from paired gates' rounds; or, with "
+                "--replay, judge recorded paired gates again under a noise file", kernels=False)
     noise.add_argument("--results", type=types.path, help="asv results directory")
     noise.add_argument("--rounds", type=types.path, action="append",
                        help="a paired gate's work folder (its --work), whose rounds/ "
                        "hold its round ratios (repeatable)")
-    noise.add_argument("--machine", required=True, type=types.machine_name, help="asv machine name")
+    noise.add_argument("--machine", required=True, type=types.machine_name, help="asv machine name (with --replay: "
+                       "the machine the noise file must be of)")
     noise.add_argument("--repo", type=types.path, default=".", help="the repository (default: the current directory)")
     noise.add_argument("--out", type=types.path, help="the noise file (default: REPO/noise/MACHINE.json)")
+    noise.add_argument("--replay", type=types.path, nargs="+", metavar="WORK",
+                       help="learn nothing: judge these paired gates' work folders again from the rounds they "
+                       "recorded, as the gate would have with --noise, and print what it would have said")
+    noise.add_argument("--noise", type=types.path, help="with --replay: the noise file to judge by (default: none, "
+                       "each case judged on its rounds alone)")
+    noise.add_argument("--leave-one-out", action="store_true", help="with --replay of two gates or more: judge each "
+                       "with the paired noise learned from the other gates' rounds")
 
 
 def cmd_gate(args) -> int:
@@ -91,6 +100,8 @@ def cmd_gate(args) -> int:
 def cmd_noise(args) -> int:
     from ..gate.noise import NoiseFileError, default_path, learn_from, write
 
+    if args.replay or args.noise or args.leave_one_out:
+        return cmd_noise_replay(args)
     out = Path(args.out) if args.out else default_path(Path(args.repo), args.machine)
     if args.out and (problem := writable_file_problem("--out", args.out)):
         print(f"sgemm noise: {problem}", file=sys.stderr)
@@ -112,4 +123,45 @@ def cmd_noise(args) -> int:
             sds = sorted(n.sd for n in noise.values())
             print(f"wrote {out}: {what}, {len(noise)} cases from {count} {unit}; round-to-round sd median "
                   f"{sds[len(sds) // 2]:.3%}, largest {sds[-1]:.3%}")
+    return EXIT_OK
+
+
+def cmd_noise_replay(args) -> int:
+    """`sgemm noise --replay`: a line a gate (its verdict counts, the median detectable effect, the rounds it would
+    have taken), then each case not SAME and each case a look could not judge."""
+    import math
+    from collections import Counter
+    from statistics import median
+
+    from ..gate.replay import ReplayError, replay_gates
+    from ..gate.verdict import Verdict
+
+    problem = None
+    if not args.replay:
+        problem = "--noise and --leave-one-out go with --replay WORK ..."
+    elif args.results or args.rounds or args.out:
+        problem = "--replay judges recorded gates and writes no noise file: leave out --results, --rounds and --out"
+    elif args.leave_one_out and (args.noise or len(args.replay) < 2):
+        problem = "--leave-one-out takes two gates or more and no --noise"
+    if problem:
+        print(f"sgemm noise: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        replayed = replay_gates([Path(work) for work in args.replay], Path(args.noise) if args.noise else None,
+                                args.machine, args.leave_one_out)
+    except ReplayError as exc:
+        print(f"sgemm noise: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for gate in replayed:
+        counts = Counter(c.verdict.value for c in gate.comparisons)
+        detectable = [c.detectable for c in gate.comparisons if math.isfinite(c.detectable)]
+        rounds = max((c.case.rounds for c in gate.comparisons), default=0)
+        print(f"{gate.work}: {dict(sorted(counts.items()))}; median detectable "
+              f"{f'{median(detectable):.3%}' if detectable else 'none'}; up to {rounds} rounds ({gate.noise_source})")
+        for c in gate.comparisons:
+            if c.verdict is not Verdict.SAME:
+                print(f"  {c.label}: {c.verdict.value}, ratio {c.ratio:.4f}, detectable {c.detectable:.3%}, "
+                      f"{c.case.rounds} rounds; {c.why}")
+        for line in gate.short:
+            print(f"  left out: {line}")
     return EXIT_OK

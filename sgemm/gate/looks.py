@@ -2,7 +2,7 @@
 decided or the most rounds allowed are spent (sgemm.gate.verdict says how each look is judged).
 
 The measuring is given as a function, so that the same procedure runs on a GPU (the gate) and on simulated rounds
-(scripts/simulate-gates.py and the tests), and what the simulations show is what the gate does.
+(tools/simulate/simulate_gates.py and the tests), and what the simulations show is what the gate does.
 """
 
 from __future__ import annotations

@@ -5,7 +5,6 @@ vendored (renders) and as asv wrote it (does not), and every tile of the grid, f
 move as for one whose figures do, showing its line inside the tile rather than on its border."""
 
 import html
-import importlib.util
 import json
 import os
 import re
@@ -29,19 +28,10 @@ from sgemm.site.vendor import (
     add_summary_margins,
     vendor_assets,
 )
+from tools import site_screenshot as screenshot
 
-ROOT = Path(__file__).resolve().parents[2]
 REQUIRE_CHROMIUM = os.environ.get("SGEMM_REQUIRE_CHROMIUM") == "1"
 
-
-def _load_script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-screenshot = _load_script("site_screenshot")
 
 SUITE = """
 import os

@@ -1,15 +1,10 @@
-"""Change points of one series (sgemm.watch.steps), and the simulation script's small version: A/A series raise
-no step, 1% and 2% steps are found at their commit through the noise the history sees, a stray figure is no step."""
-
-import importlib.util
-from pathlib import Path
+"""Change points of one series (sgemm.watch.steps): steps found at their commit with their size, a stray figure
+is no step (the false alarms and power over many simulated series are tests/tools/simulate/test_simulate_watch.py's)."""
 
 import numpy as np
 import pytest
 
 from sgemm.watch.steps import MIN_POINTS, MIN_STEP, find_steps, noise
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def series(before: int, after: int, step: float, sd: float, seed: int) -> list[float]:
@@ -63,28 +58,3 @@ def test_two_steps_back_to_back_are_both_found():
     found = find_steps(values)
     assert [(s.after.start, s.slower) for s in found] == [(10, True), (20, False)]
 
-
-def load_simulation():
-    spec = importlib.util.spec_from_file_location("simulate_watch", ROOT / "scripts" / "simulate-watch.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_simulated_series_small_version():
-    """200 series a row (the script runs 1,000): no false alarm at the noise of the ratio track, and 1% and 2%
-    found almost always there."""
-    simulation = load_simulation()
-    rows = simulation.run(200, 30, 15, seed=11, levels=(0.0005, 0.002), shapes=("normal", "t3"))
-    for row in rows:
-        if row["step"] == 0:
-            assert row["with_a_step_found"] <= 1, row
-        else:
-            assert row["found_at_its_commit"] >= 0.9 * row["series"], row
-
-
-def test_the_simulation_script_runs(tmp_path, capsys):
-    simulation = load_simulation()
-    assert simulation.main(["--series", "3", "--commits", "12", "--json", str(tmp_path / "rows.json")]) == 0
-    assert "false alarms" in capsys.readouterr().out
-    assert (tmp_path / "rows.json").is_file()

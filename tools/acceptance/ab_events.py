@@ -1,0 +1,112 @@
+"""A second opinion on a paired ratio: one kernel built from two source trees, timed with nothing but CuPy events.
+
+Independent of the paired timer it checks (sgemm.measuring.paired): no blocking kernel, no block sizing, no pair
+ratios, no adaptive stop. It measures what that timer's ratios stand for, the time of a launch in a stream of
+launches of one build on one set of arrays:
+- Both builds run on the very same arrays, as the paired timer's do. With arrays of their own, each launch found
+  L2 holding the other build's inputs: a slowed Hopper kernel then read 0.3 points below the gate's warm ratio at
+  8192 on an H100.
+- A timed run is --run launches of one build back to back between two events, the builds' runs alternating
+  A B B A ... Timing each launch alone, the builds alternating every launch, is another workload: the same slowed
+  kernel read 1.0009 so at 4096, where the gate read 1.0074.
+Each build is checked against FP64, then after WARMUP_S of alternating runs, runs are timed for --seconds; the ratio
+is the median of the second tree's runs (per launch) over the first's. Its 95% interval comes from WINDOWS equal
+stretches of the timed runs, each giving the same ratio of medians: a t-interval on their logarithms, around the
+ratio of the whole. With --flush-l2, a buffer twice the L2 is written before every launch, outside the events, and
+each launch is a run of its own.
+
+Usage, from the repository root (on a GPU box):
+    python -m tools.acceptance.ab_events TREE_A TREE_B KERNEL SIZE [--seconds 6] [--run 10] [--flush-l2]
+(a tree is a folder holding kernels/ and sgemm/catalogue.toml, e.g. from `git archive`). Prints one line of JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from statistics import median, stdev
+
+from sgemm.commands.args import integer_at_least
+from sgemm.rounds.evidence import Effect
+
+WARMUP_S = 1.0
+QUEUED = 10
+WINDOWS = 6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("tree_a", type=Path)
+    parser.add_argument("tree_b", type=Path)
+    parser.add_argument("kernel")
+    parser.add_argument("size", type=int)
+    parser.add_argument("--seconds", type=float, default=6.0)
+    parser.add_argument("--run", type=integer_at_least(1, "--run"), default=10, help="launches a timed run")
+    parser.add_argument("--flush-l2", action="store_true")
+    args = parser.parse_args()
+
+    import cupy
+
+    from sgemm import sourcetree
+    from sgemm.measuring.problem import make_problem, rebind
+    from sgemm.measuring.verify import verify
+
+    kernel_a, kernel_b = (sourcetree.kernels(tree)[args.kernel] for tree in (args.tree_a, args.tree_b))
+    first = make_problem(kernel_a, args.size, args.size, args.size)
+    problems = [first, rebind(first, kernel_b)]
+    errors = [verify(problem) for problem in problems]
+    flush = cupy.empty(2 * cupy.cuda.Device().attributes["L2CacheSize"], dtype=cupy.uint8)
+    launches = 1 if args.flush_l2 else args.run
+    times: list[list[float]] = [[], []]
+    windows: list[list[int]] = [[], []]  # which stretch of the timed runs each run falls in
+    started = time.monotonic()
+    turn = 0
+    while time.monotonic() - started < WARMUP_S + args.seconds:
+        # QUEUED turns are queued before the host waits on any, so that the GPU runs them back to back, as under load.
+        pending = []
+        for _ in range(QUEUED):
+            order = (0, 1) if turn % 2 == 0 else (1, 0)
+            turn += 1
+            for build in order:
+                if args.flush_l2:
+                    flush.fill(turn % 251)
+                start, end = cupy.cuda.Event(), cupy.cuda.Event()
+                start.record()
+                for _ in range(launches):
+                    problems[build].launch()
+                end.record()
+                pending.append((build, start, end))
+        pending[-1][2].synchronize()
+        timed_s = time.monotonic() - started - WARMUP_S
+        if timed_s >= 0:
+            window = min(WINDOWS - 1, int(timed_s / args.seconds * WINDOWS))
+            for build, start, end in pending:
+                times[build].append(cupy.cuda.get_elapsed_time(start, end) / 1e3 / launches)
+                windows[build].append(window)
+    a, b = median(times[0]), median(times[1])
+    print(json.dumps({"kernel": args.kernel, "size": args.size, "ratio": b / a, "interval": interval(times, windows),
+                      "median_s": [a, b],
+                      "runs": [len(t) for t in times], "launches_a_run": launches, "relative_errors": errors,
+                      "l2": "flushed" if args.flush_l2 else "warm"}))
+    return 0
+
+
+def interval(times: list[list[float]], windows: list[list[int]]) -> list[float] | None:
+    """95% interval of the ratio from the spread of its value in each window (None with fewer than two windows)."""
+    logs = []
+    for window in range(WINDOWS):
+        a, b = ([t for t, w in zip(times[build], windows[build]) if w == window] for build in (0, 1))
+        if a and b:
+            logs.append(math.log(median(b) / median(a)))
+    if len(logs) < 2:
+        return None
+    whole = math.log(median(times[1]) / median(times[0]))
+    return list(Effect(whole, stdev(logs), (len(logs),), len(logs) - 1).interval(0.95))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""The one kernel-slowing edit of the acceptance runs: a kernel made to spin on the SM's cycle counter at one place of
+its source, so that it takes longer by a known share while what it computes is unchanged. The gate's self-test
+(gate_selftest), the history demo (history_demo) and the bisect demo (bisect_demo) all slow kernels this way.
+
+A spin is a loop on clock64() put before one statement of a kernel file, its anchor, which must occur there once:
+the kernel runs every instruction it ran before, and waits. Where the wait goes matters, because the compiler
+schedules the code around it and the hardware runs it differently from place to place (the same spin after
+fp32/naive's stores made it faster at 4096 rather than slower), so the places are fixed below, each one measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class InjectError(ValueError):
+    """The kernel file is not the one the edit was written for: the message names the file and what it lacks."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where in a kernel file a spin goes: before `anchor`, at the anchor's indentation, and, where the file's other
+    instantiations must stay the programs they were, inside `if constexpr (only)`."""
+
+    source: str  # the kernel file, relative to a source tree's root
+    anchor: str  # the whole line the spin goes before
+    only: str | None = None
+
+    @property
+    def indent(self) -> str:
+        return self.anchor[:len(self.anchor) - len(self.anchor.lstrip(" "))]
+
+
+# Each tile of the Hopper specialized kernels, before its TMA stores: only the TMA-store epilogue (fp16/ and
+# bf16/wgmma_grouped_tma_store) takes this branch, so the file's other kernels compile to the programs they were.
+TMA_STORE_EPILOGUE = Place(
+    "kernels/wgmma_specialized.cu",
+    "                float* buffers = reinterpret_cast<float*>(shared + STAGES * L::kStageBytes) +\n")
+# Each thread of fp32/naive's 32 x 32 instantiation, before its K loop; the file's other kernels are unchanged.
+NAIVE_BEFORE_K_LOOP = Place("kernels/fp32_naive.cu", "    for (int k = 0; k < K; ++k) {\n", only="BLOCK_X == 32")
+# Each block of fp32/warptile, before it starts: a spin in proportion to K costs the same share of the block's time
+# at every size, since its main loop runs K / BK steps.
+WARPTILE_BLOCK_START = Place("kernels/fp32_warptile.cu", "    constexpr int WARP = 32;\n")
+
+
+def replace_once(path: Path, old: str, new: str) -> None:
+    """`old`, which must occur in the file exactly once, replaced by `new`."""
+    text = path.read_text()
+    if text.count(old) != 1:
+        raise InjectError(f"{path} is not the kernel file this edit expects: it needs one `{old.strip()}`")
+    path.write_text(text.replace(old, new))
+
+
+def spin(tree: Path, place: Place, cycles: str, why: str) -> None:
+    """The kernel file at `place` in the source tree `tree` made to spin `cycles` SM cycles (a C++ expression: a
+    count, or one of the kernel's parameters, as K) each time a thread reaches the place; `why` is the comment the
+    edit carries."""
+    indent, inner = place.indent, place.indent + ("    " if place.only else "")
+    loop = f"{inner}for (const long long until = clock64() + {cycles}; clock64() < until;) {{\n{inner}}}\n"
+    if place.only:
+        edit = f"{indent}if constexpr ({place.only}) {{  // {why}\n{loop}{indent}}}\n"
+    else:
+        edit = f"{indent}// {why}\n{loop}"
+    replace_once(tree / place.source, place.anchor, edit + place.anchor)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How many SM cycles of spin at a place make its kernel about 1% slower: that many in all, or, `per_k`, that
+    many per unit of K."""
+
+    place: Place
+    cycles_per_percent: int
+    per_k: bool = False
+
+
+# Measured on an H100 (the gate self-test, tools/acceptance/gate_selftest.py): 18 cycles per unit of K made
+# fp32/warptile 3.0-3.1% slower at 4096, alike in the gate and side by side.
+WARPTILE_PER_K = Calibration(WARPTILE_BLOCK_START, 6, per_k=True)
+# Measured on an H100 at 8192: 1,400 cycles a tile made wgmma_grouped_tma_store 0.84% slower, FP16 and BF16 alike
+# (2 s of pairs in each of twelve processes, 1.0084 with a spread of 0.1% between them:
+# docs/history/brief-pairing.md); 800 had made it 0.57-0.60% slower (docs/gate/): not in proportion, for reasons not
+# measured.
+HOPPER_PER_TILE = Calibration(TMA_STORE_EPILOGUE, 1670)
+# The kernel files a slowdown by percent knows how to edit.
+CALIBRATIONS = {calibration.place.source: calibration for calibration in (WARPTILE_PER_K, HOPPER_PER_TILE)}
+
+
+def slow_by_percent(tree: Path, source: str, percent: float) -> None:
+    """The kernels of one file of `tree` made about `percent`% slower, at the place and rate their calibration
+    gives (InjectError for a file none is known for)."""
+    if source not in CALIBRATIONS:
+        raise InjectError(f"no slowdown is known for {source}: only for {', '.join(CALIBRATIONS)}")
+    calibration = CALIBRATIONS[source]
+    count = round(percent * calibration.cycles_per_percent)
+    if calibration.per_k:
+        spin(tree, calibration.place, f"{count}LL * K", f"History demo: spin {count} SM cycles per unit of K before "
+             f"the block starts, about {percent:g}% of its time.")
+    else:
+        spin(tree, calibration.place, str(count), f"History demo: spin {count} SM cycles a tile before its TMA stores.")
