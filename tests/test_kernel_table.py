@@ -1,6 +1,7 @@
 """The catalogue's Markdown tables (sgemm.kernel_table) and `sgemm list --markdown [--into FILE]`."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +107,15 @@ def test_bad_input_to_list_markdown_is_one_line_and_exit_2_and_changes_nothing(t
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith(first_line.format(**places))
     assert {name: path.read_bytes() for name, path in files.items()} == before
+
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLES = {"README.md": kernel_table.by_source, "docs/kernels.md": kernel_table.per_kernel}
+
+
+@pytest.mark.parametrize("page", ["docs/kernels.md"])
+def test_the_tables_of_kernels_in_the_docs_are_the_catalogues(page):
+    """A kernel added, renamed or edited without regenerating these fails here."""
+    written = kernel_table.block((ROOT / page).read_text(), page)
+    assert written == TABLES[page](KERNELS, SEEDS), \
+        f"{page}'s table is not the catalogue's: run {kernel_table.REGENERATE}"
