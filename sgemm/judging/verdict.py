@@ -369,9 +369,8 @@ def noise_contradicted(cases: list[Case]) -> str | None:
 def entry_contradicted(case: Case) -> str | None:
     """Why the case's own entry in the noise file cannot be believed here, or None: its own rounds spread more than
     the entry says (a one-sided F-test at NOISE_CHECK_LEVEL) or, where they have at least the entry's degrees of
-    freedom, less (at ENTRY_TOO_WIDE_LEVEL). An entry learned from five or six rounds of one earlier gate can be
-    three times the truth: fp32/warptile's on the H100 says 0.21%, six processes timing it alone spread by 0.065%,
-    and pooled, the entry left it NOT POWERED for 0.25% in two A/A gates."""
+    freedom, less (at ENTRY_TOO_WIDE_LEVEL). An entry learned from a few rounds of one earlier gate can be several
+    times the truth, and pooled it leaves its case NOT POWERED (lab/2026-11-27-gate-selftest)."""
     from scipy import stats
 
     if not (case.noise and case.noise.sd > 0):
