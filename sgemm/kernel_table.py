@@ -92,7 +92,7 @@ def _wrapped(names: list[str], room: int) -> list[str]:
 
 
 def by_source(kernels: list[Kernel], seeds: list[Seed]) -> list[str]:
-    """The README's table: a row per source file (and one for the library), its kernels in ladder order, the seed
+    """The README's table: a row per source file (and one for the library), its kernels in catalogue order, the seed
     worklogs they come from and where they run. A list of kernels too long for a line goes on in the rows below."""
     header = ["source", "precisions", "kernels (catalogue order)", "seeds", "runs on"]
     lines = [_row(header), _row(["---"] * len(header))]

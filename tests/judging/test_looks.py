@@ -1,6 +1,6 @@
 """A gate's looks on simulated rounds: what is measured again, what is frozen, what each look spends; and the
-simulation script that reports the false-alarm rate, in a small version (the README's figures come from its full
-run: 20 seeds of 50 gates)."""
+simulation script that reports the false-alarm rate, in a small version (lab/2026-11-27-gate-simulations has the
+figures of its full run: 20 seeds of 50 gates)."""
 
 import json
 import math
