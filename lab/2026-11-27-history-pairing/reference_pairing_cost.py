@@ -7,7 +7,8 @@ run cut short keeps what it did. At the end: the time a case, and the suite's wh
 
 Pairing is most of a history commit's GPU time; this measures it in a minute or two, without asv, so that settings
 can be weighed before a whole commit is run. What a setting does to a step's reading is for a history demo to show
-(scripts/history-demo.py): a briefer pairing once read a 1% Hopper step as 0.5-0.7% (docs/history/brief-pairing.md).
+(scripts/history-demo.py): a briefer pairing once read a 1% Hopper step as 0.5-0.7%
+(lab/2026-11-27-history-pairing/brief-pairing.md).
 
 Usage: scripts/reference-pairing-cost.py [--every 2] [--seconds 90] [--out pairs.jsonl]
                                           [--block-s S] [--warmup-s S] [--max-warmup-s S] [--min-pairs N]

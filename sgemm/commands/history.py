@@ -16,8 +16,8 @@ def add_history(add) -> None:
                   "newest commits on a first run (--first), every new commit later; without a GPU, the resource "
                   "history alone", kernels=False)
     history.add_argument("--first", type=types.commit_count, help="commits a machine's first run measures, "
-                         "newest first (default 1: the head of the branch, asv's run of the full suite "
-                         "taking about 4 to 5 minutes a commit on an H100; without a GPU, 3, about a minute each)")
+                         "newest first (default 1: the head of the branch; without a GPU, 3, since a history of one "
+                         "commit draws no line)")
     history.add_argument("--gpus", type=types.gpu_count, default="1", help="how many of the box's GPUs to spread "
                          "each commit's cases over, or 'all' (they must be one model; default 1)")
     history.add_argument("--results", type=types.path, default="results",

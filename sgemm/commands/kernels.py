@@ -7,11 +7,10 @@ import shutil
 import sys
 import time
 
-from .. import catalogue
+from .. import catalogue, kernel_table
 from ..measuring.record import MeasuredCase, check_cases, device_info, select_cases
 from ..results.machine import with_nvml
-from . import EXIT_BAD_INPUT, print_table, writable_file_problem
-from . import args as types
+from . import EXIT_BAD_INPUT, args as types, print_table, writable_file_problem
 
 DEFAULT_CHECK_SHAPES = ("1024x1024x1024", "1000x1028x516")
 
@@ -20,6 +19,35 @@ def add_list(add) -> None:
     listing = add("list", cmd_list, "show the kernel catalogue, a line a kernel as wide as the terminal")
     listing.add_argument("--wide", action="store_true", help="every column in full: the source and template "
                          "instantiation, and each seed's label for the step")
+    listing.add_argument("--markdown", action="store_true", help="the catalogue as the README's Markdown table, a row "
+                         "a source file (with --wide: docs/kernels.md's, a row a kernel)")
+    listing.add_argument("--into", type=types.path, metavar="FILE", help="with --markdown: rewrite the table "
+                         f"between FILE's lines {kernel_table.BEGIN} and {kernel_table.END}, and nothing else")
+
+
+def _list_markdown(args) -> int:
+    """The catalogue's Markdown table printed, or written between a file's markers (the README, docs/kernels.md)."""
+    refused = None
+    if not args.markdown:
+        refused = "--into needs --markdown: it writes the Markdown table"
+    elif args.into and args.kernel:
+        refused = "--into writes the whole catalogue's table: leave out -k"
+    if refused:
+        print(f"sgemm list: {refused}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    render = kernel_table.per_kernel if args.wide else kernel_table.by_source
+    table = render(catalogue.select(args.kernel), catalogue.seeds())
+    if not args.into:
+        print("\n".join(table))
+        return 0
+    try:
+        changed = kernel_table.write_into(args.into, table)
+    except kernel_table.KernelTableError as exc:
+        print(f"sgemm list: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    done = "the table rewritten" if changed else "the table was already the catalogue's"
+    print(f"sgemm list: {args.into}: {done}", file=sys.stderr)
+    return 0
 
 
 def add_check(add) -> None:
@@ -42,6 +70,8 @@ def add_bench(add) -> None:
 
 
 def cmd_list(args) -> int:
+    if args.markdown or args.into:
+        return _list_markdown(args)
     rows = []
     seed_names = {seed.file: seed.number for seed in catalogue.seeds()}
     for kernel in catalogue.select(args.kernel):

@@ -1,43 +1,12 @@
 """Verdicts on a gate's rounds: REGRESSION, IMPROVEMENT, AMBIGUOUS, NOT POWERED or SAME per case, judged at the
 user's threshold, with the false-alarm rate held over every case and every look of one gate.
 
-The unit of evidence is the round: one process. Inside one process a case's samples agree far better than two
-processes do (an H100 at its power cap moves its clock by up to 30% between processes), so a pooled sample would call
-every between-process shift significant. Two kinds of case:
-- Paired (sgemm.measuring.ab): a round is one process that times the base and head builds side by side and gives
-  one ratio, head over base. The test is a one-sample t-test on the logarithms of the round ratios.
-- Unpaired, the fallback where the code that measures changed and the two commits cannot share a process: each
-  side's rounds are separate processes (asv); the test is a two-sample t-test on the logarithms of the round medians
-  (the two sides' variances pooled: they are one case on one box).
+A round (one process) is the unit of evidence. A paired case is judged by a one-sample t-test on the logarithms of
+its round ratios, an unpaired one by a two-sample t-test on the logarithms of its round medians; the noise of
+unchanged code is pooled in where known, and set aside where the rounds contradict it; Benjamini-Hochberg runs over
+the gate's cases at the level each look spends; the detectable effect plans rounds and never moves the threshold.
 
-The statistics:
-- Noise of unchanged code (sgemm.gate.noise), where known for a case, is pooled with the gate's own estimate:
-  s^2 = ((n - 1) s_gate^2 + df_f sd_f^2) / (n - 1 + df_f), with n - 1 + df_f degrees of freedom. A file is never a
-  floor on its own: a wrong file moves the estimate by its share of the degrees of freedom, no more.
-- A noise file the gate's own rounds contradict is set aside: where the cases' own spreads, against the file's,
-  are larger than chance allows (an F-test over all of them at NOISE_CHECK_LEVEL), the file no longer describes this
-  box (its sd half the truth made nearly every A/A gate raise a false alarm once pooled), and each case is judged
-  on its own rounds; the report says so. Otherwise one case's entry its own rounds contradict is set aside for that
-  case alone (entry_contradicted).
-- A round's figure is never taken as more precise than the timer reading it (a zero spread would read as certainty):
-  its standard deviation is at least its relative resolution over sqrt(12).
-- The family: Benjamini-Hochberg over every judged case of the gate (controls are context and stay out), at the
-  level the look spends. A gate looks after its first rounds, then again, with more rounds, at the cases still open;
-  look i spends alpha (n_i - n_(i-1)) / N of the false-discovery rate alpha, N the most rounds allowed, so that all
-  its looks together spend at most alpha. A case decided at a look keeps that verdict: it is never judged again
-  against rounds it was not in.
-- Planning, not judging: the detectable effect is the smallest change a case's test would find with POWER
-  probability at the level Benjamini-Hochberg applies to the family's smallest p-values, alpha_look k / m (m cases,
-  k real changes expected, 1 by default). It says how many rounds a case needs. The verdict is always judged at the
-  user's threshold; a case whose detectable effect is still above it after the most rounds allowed is NOT POWERED
-  for that effect, which the gate reports as undecided, never as a quietly raised threshold.
-- Verdicts: REGRESSION (IMPROVEMENT) is significant and slower (faster) than the threshold. For an unpaired case
-  the difference must also hold at equal SM clock (time x clock: cycles) below the power cap, where time follows
-  1/clock; at the power cap it does not, a clock the driver moved between processes cannot be told from a change of
-  the code, and a significant difference there is AMBIGUOUS (pairing is what decides such cases). NOT POWERED, as
-  above. SAME otherwise: no significant difference with enough power, or a significant one within the threshold.
-- Intervals are false-coverage-rate adjusted (Benjamini-Yekutieli): level 1 - R alpha_look / m, R the cases flagged
-  at that look, so that the flagged cases' intervals cover together as the correction promises. q-values are BH's.
+The method, its decision tree and what each verdict means are written once in docs/gate.md ("How it decides").
 """
 
 from __future__ import annotations
@@ -197,9 +166,8 @@ def noise_contradicted(cases: list[Case]) -> str | None:
 def entry_contradicted(case: Case) -> str | None:
     """Why the case's own entry in the noise file cannot be believed here, or None: its own rounds spread more than
     the entry says (a one-sided F-test at NOISE_CHECK_LEVEL) or, where they have at least the entry's degrees of
-    freedom, less (at ENTRY_TOO_WIDE_LEVEL). An entry learned from five or six rounds of one earlier gate can be
-    three times the truth: fp32/warptile's on the H100 says 0.21%, six processes timing it alone spread by 0.065%,
-    and pooled, the entry left it NOT POWERED for 0.25% in two A/A gates."""
+    freedom, less (at ENTRY_TOO_WIDE_LEVEL). An entry learned from a few rounds of one earlier gate can be several
+    times the truth, and pooled it leaves its case NOT POWERED (lab/2026-11-27-gate-selftest)."""
     from scipy import stats
 
     if not (case.noise and case.noise.sd > 0):

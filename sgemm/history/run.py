@@ -4,10 +4,10 @@ asv does the measuring (each commit built in a virtualenv of its own, its result
 module chooses what it runs, says beforehand how long that should take, and leaves the site to `sgemm publish`.
 
 - Commits: a machine with no results yet measures the newest `first` commits of the branch (default 1, its head
-  alone, on a GPU box; 3 on a box without one), so that a fresh box does not start on the whole history (asv's run
-  of the full suite takes about 4 to 5 minutes a commit on an H100, the resource suite about a minute on a 2-core CPU
-  box, and a history of one commit is a point that asv's graphs draw no line through); every later run measures
-  what came since: the branch's commits that descend from none already measured here.
+  alone, on a GPU box; 3 on a box without one), so that a fresh box does not start on the whole history, each commit
+  of which takes minutes (lab/2026-11-27-history-pairing, lab/2026-11-27-cpu-box), and a history of one commit is a
+  point that asv's graphs draw no line through; every later run measures what came since: the branch's commits that
+  descend from none already measured here.
 - Cases: the working tree's suite crosses kernels with sizes and precisions, and most combinations are no case; the
   run names the cases to asv, so that it starts no process for the others.
 - Benchmarks: every suite on a GPU box. Without a usable GPU, the resource suite alone (registers, shared memory
@@ -82,9 +82,8 @@ class HistoryPlan:
             lines.append(f"expected: about {minutes:.0f} min ({self.seconds_per_commit / 60:.1f} min a commit in "
                          "this machine's last run" + (f", spread over {gpus} GPUs)" if gpus > 1 else ")"))
         elif self.commits:
-            lines.append("expected: no run of this machine to go by; " + (
-                "the resource suite took about 1 minute a commit on a 2-core CPU box" if self.left_out else
-                "asv's run of the full suite took about 4 to 5 minutes a commit on an H100"))
+            lines.append("expected: no run of this machine to go by (what a commit took on other boxes: "
+                         + ("lab/2026-11-27-cpu-box" if self.left_out else "lab/2026-11-27-history-pairing") + ")")
         if self.left_out:
             lines.append(f"recorded here: {RESOURCE_SUITE}")
         lines += [f"left out, no GPU here: {suite}" for suite in self.left_out]

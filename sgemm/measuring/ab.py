@@ -196,8 +196,7 @@ def compile_ahead(kernels: list[Kernel], device: int = 0) -> None:
 def build_ahead(kernel: Kernel) -> None:
     """The kernel's program for the GPU, and its launch geometry. The geometry is read from the program compiled to
     PTX, a compile of its own, which each kernel's first case would otherwise make in its setup, one kernel after
-    another: in a history commit on a fresh H100 box, each kernel's first case took 0.1-0.3 s longer to set up than
-    its next, both for the commit's builds and for the reference's."""
+    another, where these threads make them side by side (lab/2026-11-27-history-pairing)."""
     try:
         compiled(kernel)
         launch_geometry(kernel)

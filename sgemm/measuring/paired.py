@@ -1,33 +1,12 @@
 """Paired timing: several launches of one GEMM (builds of a kernel from two source trees, or a kernel and its
 baseline) timed in alternating blocks in one process, so that whatever the card does meanwhile falls on every build
-alike. On an H100 at its power cap the SM clock moves between 1,230 and 1,800 MHz from one process to the next; two
-builds alternated inside one process agreed to 0.05% where separate processes differed by up to 8%.
+alike. Each block waits behind a blocking kernel; builds alternate A B, B A; a pair's ratio is the geometric mean of
+its two cycles, and the result the median of the pairs' ratios with a distribution-free 95% interval; a warm-up runs
+until the block times are steady, and the pairs stop once every interval is tight enough or time is up; L2 is warm
+unless `flush_l2`; the SM clock is read per block and the board's energy over whole windows.
 
-The method, which every ratio this module gives is measured by:
-- Blocks. A block is n back-to-back launches of one build between two CUDA events, n chosen so that a block lasts
-  about `block_s` (1 to MAX_BLOCK_LAUNCHES launches). A block is queued whole behind a one-thread kernel that spins
-  until the host releases it (NVBench's blocking kernel, for the same reason): the host's launch rate never shows
-  inside a block. The next block is queued while the current one runs, so the GPU does not idle between blocks and
-  the card stays in the state it is measured in.
-- Order. Builds run in cycles of one block each, the order reversed every cycle (A B, B A, A B, ...).
-- The estimate. Two consecutive cycles (A B B A) are a pair. A pair's ratio is the geometric mean of B over A in its
-  two cycles: a clock drifting linearly across the pair cancels out. The result is the median of the pairs' ratios,
-  with a distribution-free 95% interval from order statistics (no assumption about the shape of the noise).
-- Warm-up. Blocks alternate unrecorded for at least `warmup_s`, and on until the first build's block times stop
-  drifting (up to `max_warmup_s`): a card that starts idle or cold runs fast, then slows as the power cap and the
-  heat set in, and nothing of that may count.
-- Stopping. Once `min_pairs` pairs and `min_s` seconds are in, it stops as soon as every build's interval is within
-  `target_half_width` of its ratio, or at `max_s`: a kernel that runs at its clock's mercy gets more pairs, a slow
-  naive kernel few.
-- L2. Warm by default: the builds read the same inputs, which stay in L2 as far as they fit, so neither build gets a
-  colder cache than the other, and nothing but the builds' own work is inside the events. With `flush_l2` a buffer
-  twice the L2's size is written before every launch and each launch is timed on its own: the state NVBench's cold
-  measurements see. The two answer different questions (a kernel alone in the GPU, or one of a stream of GEMMs) and
-  may differ by more than their intervals; every figure says which it is.
-- Clock and energy. NVML's SM clock is read once per block while it runs. The board's energy counter (millijoules)
-  moves in steps too coarse to charge a 10 ms block (two identical builds were charged 2.9 and 1.2 J a GEMM over
-  0.4 s on an H100), so it is read over whole windows: the counted pairs, for the case's joules per GEMM (every
-  build together), and, with `solo_s`, each build alone for that long after the pairs, for its own.
+The method, with what each field of PairedSettings does, is written once in docs/gate.md ("Paired rounds"); the runs
+behind it are in lab/ (2026-11-25-power-cap, 2026-11-25-paired-timer).
 """
 
 from __future__ import annotations

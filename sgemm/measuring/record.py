@@ -45,27 +45,20 @@ REFERENCE_VARIABLE = "SGEMM_REFERENCE_TREE"
 REFERENCE_COMMIT_FILE = "COMMIT"
 # NVBench's options for the cases an asv run measures, in place of ASV_NVBENCH_ARGS.
 NVBENCH_ARGS_VARIABLE = "SGEMM_NVBENCH_ARGS"
-# NVBench's stopping rule there: 0.05 s of GPU time, or on until the noise is under 5%, 5 s at most. With NVBench's
-# default (0.5 s, 0.5%, 15 s) a case took 0.85 s on average, and 2-5 s at the power cap, where the noise never
-# falls to 0.5%: 234 s of a 351 s history commit on an H100. A history's steps are judged on the ratio paired against
-# the reference build (the library cases, which have none, on the round's median): NVBench's median needs to be
-# well inside what moves it between processes (tenths of a percent for FP32 kernels, up to 8% at the power cap),
-# not a noise target that a 9 us kernel chases for 15 s. A gate's unpaired rounds set their own
-# (unpaired_rounds.NVBENCH_ARGS).
+# NVBench's stopping rule there: 0.05 s of GPU time, or on until the noise is under 5%, 5 s at most. A history's steps
+# are judged on the ratio paired against the reference build (the library cases, which have none, on the round's
+# median), so NVBench's median needs only to sit well inside what moves it between processes, and NVBench's default
+# spent most of a commit chasing a noise target at the power cap (lab/2026-11-27-history-pairing). A gate's unpaired
+# rounds set their own (unpaired_rounds.NVBENCH_ARGS).
 ASV_NVBENCH_ARGS = ("--min-time", "0.05", "--max-noise", "5", "--timeout", "5")
 
 
 # The history's paired timing against the reference, one more point of a series a commit: a warm-up until the block
 # times are steady (1.5 s at most: a case after one of another power regime starts at that one's clock), then six
 # pairs of 10 ms blocks at least (the fewest whose median has a 95% interval), on to 0.6 s while the interval is
-# wider than 0.1%. Measured on an H100, the same two builds (a spin and none) paired in twelve processes under each
-# setting (docs/history/brief-pairing.md):
-# - 10 ms blocks, not 5. A Hopper kernel at 8192 read 1.0057-1.0068 in 5 ms blocks, with the SM clock at 1,500-1,600
-#   MHz; 1.0065-1.0102 in 10 ms blocks, at 1,360-1,470 MHz; 1.0084 over 2 s, at 1,350-1,400 MHz. The short blocks
-#   measured the card away from the clock of its load, and the step smaller.
-# - Six pairs, not eight: only a case that is tight early stops at its minimum, and there the fewer pairs read it
-#   within its spread. FP32 warptile at 4096 (a 2% step): 1.0209-1.0234 with six pairs, 1.0209-1.0212 with eight,
-#   1.0210 over 2 s; it moves by 0.3-0.5% between processes. A Hopper case runs on to 0.6 s either way.
+# wider than 0.1%. Blocks of 10 ms, not 5, because shorter blocks measured the card away from the clock of its load
+# and read a step smaller; six pairs, not eight, because a case tight enough to stop there reads its step within its
+# spread between processes either way (lab/2026-11-27-history-pairing).
 REFERENCE_SETTINGS = PairedSettings(warmup_s=0.1, max_warmup_s=1.5, min_pairs=6, min_s=0.1, max_s=0.6,
                                     target_half_width=0.001)
 

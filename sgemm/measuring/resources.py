@@ -409,10 +409,10 @@ def usage_table(kernels: list[Kernel],
     `archs`); a kernel that fails to compile maps to NVRTC's message, so one broken kernel does not hide the others'
     figures.
 
-    Kernels that are the same program (source and entry) are compiled once: on an H100 box (NVRTC 13.0, inside
-    asv's setup_cache) the second of two identical compiles came back with an empty log and no ptxas report. The
-    programs compile in threads (NVRTC compiles separate programs concurrently and lets go of Python meanwhile): one
-    at a time they took 50 s of every commit's history run on a 16-core H100 box.
+    Kernels that are the same program (source and entry) are compiled once: a second identical compile has come back
+    with an empty log and no ptxas report. The programs compile in threads, since NVRTC compiles separate programs
+    concurrently and lets go of Python meanwhile, and one at a time they were a large share of a history commit
+    (both in lab/2026-11-25-resource-compile).
     """
     def usage_or_error(program: tuple[Kernel, str]) -> ResourceUsage | str:
         try:

@@ -14,7 +14,7 @@ with `noise` the series' commit-to-commit spread, read robustly from its first d
 difference among many small ones and moves their median little), never below NOISE_FLOOR. A boundary that fails is
 removed and its two segments joined, weakest first, until every boundary left passes. A segment of fewer than
 MIN_POINTS commits (one stray figure) cannot make a step. The figures behind Z and MIN_STEP, measured on simulated
-A/A series at the gate's noise, are in tools/simulate/simulate_watch.py and the README.
+A/A series at the gate's noise, are in tools/simulate/simulate_watch.py and lab/2026-11-25-watch-simulation.
 
 Why not E-Divisive (MongoDB's, in `signal-processing-algorithms`) or `ruptures`: asv already segments every series
 the site draws, and its L1 fit is robust to the odd outlier; either package would add a dependency to do the same

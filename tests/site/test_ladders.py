@@ -294,8 +294,9 @@ def test_a_fresh_report_measures_the_ladders_steps_and_baselines_this_gpu_can_ru
 
 
 def test_the_header_says_when_where_from_what_and_how():
-    lines = header_lines(H100, "asv results of machine `h100`", "sgemm report --out docs/h100")
+    lines = header_lines(H100, "asv results of machine `h100`", "sgemm report --out docs/ladders/h100")
     assert lines[1] == "- GPU: NVIDIA H100 80GB HBM3, 132 SMs, max SM clock 1980 MHz"
     assert lines[2:5] == ["- Driver (of the box that made the report): 580.159.04",
-                          "- Source: asv results of machine `h100`", "- Command: `sgemm report --out docs/h100`"]
+                          "- Source: asv results of machine `h100`",
+                          "- Command: `sgemm report --out docs/ladders/h100`"]
     assert header_lines(Gpu("some GPU"), "x", "y")[1] == "- GPU: some GPU"

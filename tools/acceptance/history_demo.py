@@ -40,8 +40,8 @@ Three steps, because the GPU box has no browser and the browser box has no GPU (
   python -m tools.acceptance.history_demo publish ARCHIVE [--docs DIR] [--npm-cache DIR]      (anywhere, no GPU)
       `sgemm publish` of the archive's results against its demo branch, the checks, then headless-Chromium
       screenshots of asv's Regressions page, of the site's "Regressions first" page and of each slowed kernel's
-      history graph, and a README with the figures, into --docs (default docs/history, or docs/history/SCENARIO).
-      When a check fails, they go to a scratch folder instead and docs/ is left alone.
+      history graph, and a README with the figures, into --docs (default lab/YYYY-MM-DD-history-demo-SCENARIO, a
+      dated entry of the record). When a check fails, they go to a scratch folder instead and lab/ is left alone.
   python -m tools.acceptance.history_demo synthetic OUT [--scenario ...]                             (no GPU)
       The archive `run` would write, from made-up figures with the scenario's steps, to try `publish` with.
 
@@ -514,7 +514,7 @@ def cmd_publish(args) -> int:
     listing = check(site, demo)
     passed = check_notices(json.loads((site / NOTICES).read_text()), demo) and not listing.extra
     name = demo.scenario.name
-    docs = args.docs or ROOT / "docs" / "history" / ("" if name == "warptile" else name)
+    docs = args.docs or ROOT / "lab" / f"{time.strftime('%Y-%m-%d')}-history-demo-{name}"
     folder = docs.resolve() if passed else scratch / "history"
     folder.mkdir(parents=True, exist_ok=True)
     if not passed:
@@ -561,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
     publish = sub.add_parser("publish", help="anywhere: publish an archive, check it, take the screenshots")
     publish.add_argument("archive", type=Path, help=f"{ARCHIVE} from `run` (or the folder holding it)")
     publish.add_argument("--docs", type=Path, help="where the screenshots and README go when the checks pass "
-                         "(default docs/history, or docs/history/SCENARIO)")
+                         "(default lab/YYYY-MM-DD-history-demo-SCENARIO)")
     publish.add_argument("--npm-cache", type=Path, help="the site's npm tarballs, where the registry is out of reach")
     for each in (run, synthetic, publish):
         each.add_argument("--threshold", type=float, help="asv's regressions_thresholds for the judged track "

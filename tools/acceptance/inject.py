@@ -78,10 +78,8 @@ class Calibration:
 # Measured on an H100 (the gate self-test, tools/acceptance/gate_selftest.py): 18 cycles per unit of K made
 # fp32/warptile 3.0-3.1% slower at 4096, alike in the gate and side by side.
 WARPTILE_PER_K = Calibration(WARPTILE_BLOCK_START, 6, per_k=True)
-# Measured on an H100 at 8192: 1,400 cycles a tile made wgmma_grouped_tma_store 0.84% slower, FP16 and BF16 alike
-# (2 s of pairs in each of twelve processes, 1.0084 with a spread of 0.1% between them:
-# docs/history/brief-pairing.md); 800 had made it 0.57-0.60% slower (docs/gate/): not in proportion, for reasons not
-# measured.
+# Calibrated on an H100 at 8192 (lab/2026-11-27-history-pairing/); the slowdown is not in proportion to the spin
+# (lab/2026-11-25-gate-selftest/ had a shorter one), for reasons not measured.
 HOPPER_PER_TILE = Calibration(TMA_STORE_EPILOGUE, 1670)
 # The kernel files a slowdown by percent knows how to edit.
 CALIBRATIONS = {calibration.place.source: calibration for calibration in (WARPTILE_PER_K, HOPPER_PER_TILE)}

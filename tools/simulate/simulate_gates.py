@@ -3,9 +3,9 @@ an A/A gate raises a false alarm, how often a real change is found, and how many
 
 Each gate has --cases cases measured paired. A case's round ratio scatters lognormally around its true ratio by its
 own round-to-round sd, drawn from the sds a noise file records (--sds-from; by default the H100's, learned from an
-A/A gate of every kernel at 4096 with rounds of at most 0.8 s a case, docs/gate/aa-1-noise.json: median 0.025%, the
-noisiest 0.73%), or log-uniformly between --sd-low and
---sd-high. With --noise-file each case has a noise file learned from --noise-rounds rounds of an earlier A/A gate of
+A/A gate of every kernel at 4096 with rounds of at most 0.8 s a case,
+lab/2026-11-25-gate-selftest/aa-1-noise.json: median 0.025%, the noisiest 0.73%), or log-uniformly between --sd-low
+and --sd-high. With --noise-file each case has a noise file learned from --noise-rounds rounds of an earlier A/A gate of
 the same case. With --changed, one case of each gate is slower by that fraction.
 Gates run in --seeds seeds of --gates gates each; a seed's gates share nothing with another seed's.
 
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gates", type=int, default=50)
     parser.add_argument("--cases", type=int, default=58)
     parser.add_argument("--threshold", type=float, default=0.25, help="percent")
-    parser.add_argument("--sds-from", type=Path, default=ROOT / "docs" / "gate" / "aa-1-noise.json",
+    parser.add_argument("--sds-from", type=Path, default=ROOT / "lab" / "2026-11-25-gate-selftest" / "aa-1-noise.json",
                         help="a noise file whose paired sds the cases' sds are drawn from")
     parser.add_argument("--sd-low", type=float, help="instead, sds log-uniform from this (a fraction) ...")
     parser.add_argument("--sd-high", type=float, help="... to this")
