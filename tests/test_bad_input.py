@@ -957,6 +957,71 @@ def test_a_size_no_gpu_measured_is_refused_by_report_and_publish(two_gpu_results
     assert [p.name for p in tmp_path.iterdir()] == [".site.sgemm-lock"]
 
 
+# --- A catalogue that cannot be read, in a fresh process -------------------------------------------------------
+# The rows above run in this process, where the package was imported with a good catalogue: a module that read the
+# catalogue at import would pass them. The newcomer ran a clone whose catalogue was broken, so every import read it.
+
+
+@pytest.fixture(scope="module")
+def clone_of_the_package(tmp_path_factory) -> Path:
+    """A git clone's worth of the project (package, kernels, asv configuration), two commits, to be run with
+    PYTHONPATH at it: its package reads its own catalogue."""
+    clone = tmp_path_factory.mktemp("clone") / "sgemm-clone"
+    no_cache = shutil.ignore_patterns("__pycache__")
+    for folder in ("sgemm", "kernels", "benchmarks"):
+        shutil.copytree(ROOT / folder, clone / folder, ignore=no_cache)
+    shutil.copy(ROOT / "asv.conf.json", clone / "asv.conf.json")
+    git(clone, "init", "-q", "-b", "main")
+    git(clone, "add", "-A")
+    git(clone, "commit", "-qm", "first")
+    (clone / "README.md").write_text("second\n")
+    git(clone, "add", "-A")
+    git(clone, "commit", "-qm", "second")
+    return clone
+
+
+SIZES_LINE = "sizes = [1000, 1024, 2048, 4096, 8192]\n"
+BROKEN_CATALOGUES = {
+    "[suite] without sizes": lambda text: text.replace(SIZES_LINE, "", 1),  # the first is the suite's
+    "[suite] header cut short": lambda text: text.replace("\n[suite]\n", "\n[suite\n", 1),
+    "empty": lambda text: "",
+}
+FRESH_PROCESS = [  # (newcomer's id, the breakage, argv, status, first line of stderr, or None for none at all)
+    ("X37", "[suite] without sizes", ["--help"], 0, None),
+    ("X37b", "empty", ["list", "--help"], 0, None),
+    ("C16", "[suite] without sizes", ["list"], 2,
+     "sgemm: the [suite] table of {clone}/sgemm/catalogue.toml: missing fields ['sizes']"),
+    ("C01", "[suite] header cut short", ["list"], 2,
+     "sgemm: cannot read {clone}/sgemm/catalogue.toml: not valid TOML at line"),
+    ("X22", "empty", ["list"], 2, "sgemm: {clone}/sgemm/catalogue.toml has no [suite] table"),
+    ("X22h", "empty", ["history", "--dry-run", "--machine", "box"], 2,
+     "sgemm history: the catalogue cannot be read: {clone}/sgemm/catalogue.toml has no [suite] table"),
+    ("X22g", "empty", ["gate", "HEAD~1", "HEAD", "--dry-run"], 2,
+     "sgemm: {clone}/sgemm/catalogue.toml has no [suite] table"),
+]
+
+
+@pytest.mark.parametrize("newcomer, breakage, argv, status, message", FRESH_PROCESS,
+                         ids=[f"{row[0]} {' '.join(row[2])} [{row[1]}]" for row in FRESH_PROCESS])
+def test_a_catalogue_that_cannot_be_read_is_one_line_in_a_fresh_process(clone_of_the_package, tmp_path, newcomer,
+                                                                        breakage, argv, status, message):
+    clone = tmp_path / "clone"
+    shutil.copytree(clone_of_the_package, clone, symlinks=True)
+    path = clone / "sgemm" / "catalogue.toml"
+    broken = BROKEN_CATALOGUES[breakage](path.read_text())
+    assert broken != path.read_text(), "the catalogue changed: update this breakage"
+    path.write_text(broken)
+    (tmp_path / "home").mkdir()
+    done = subprocess.run([sys.executable, "-m", "sgemm", *argv], cwd=clone, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(clone), HOME=str(tmp_path / "home")), timeout=120)
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    assert done.returncode == status, done.stderr
+    if message is None:
+        assert done.stderr == "" and done.stdout.startswith("usage: sgemm")
+    else:
+        assert done.stderr.count("\n") == 1 and says(done.stderr, message.replace("{clone}", str(clone))), done.stderr
+
+
 # --- Nothing that was there is lost -----------------------------------------------------------------------------
 
 
