@@ -32,13 +32,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import asvsuite, catalogue, recorded
+from . import asvsuite, catalogue, recorded, resultstree
 from .asvconf import write_asv_config
 from .atomic import write_atomically
 from .measuring.record import CASES_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
 from .measuring.resources import PROGRESS_VARIABLE
 from .progress import RunState, follow_asv
 from .shards import Shard, ShardError, assign, identical_gpus, recorded_costs, write_joined
+from .writable import folder_problem
 
 DEFAULT_FIRST = 1
 DEFAULT_FIRST_WITHOUT_GPU = 3
@@ -110,15 +111,24 @@ def check_places(repo: Path, results_dir: Path, work_dir: Path) -> None:
     for option, path in places:
         if path.exists() and not path.is_dir():
             raise HistoryError(f"{option} {path}: not a directory")
-        existing = next(p for p in (path, *path.parents) if p.exists())
-        if not os.access(existing, os.W_OK | os.X_OK):
-            raise HistoryError(f"{option} {path}: {existing} cannot be written here")
+        if problem := folder_problem(path):
+            raise HistoryError(f"{option} {path}: {problem}")
         if path.is_relative_to(repo / ".git"):
             raise HistoryError(f"{option} {path} lies inside the repository's .git: put it elsewhere")
     if results_dir == work_dir or results_dir.is_relative_to(work_dir) or work_dir.is_relative_to(results_dir):
         raise HistoryError(f"--work {work_dir} and --results {results_dir} overlap: asv's environments (hundreds of "
                            "megabytes) would be filed among the results, or the results among them; give each a "
                            "folder of its own")
+
+
+def check_results(results_dir: Path) -> None:
+    """HistoryError naming a run file of the results tree that asv cannot read (cut short, not UTF-8): the run would
+    leave it out and measure its commit again, and the publish after it refuses the tree."""
+    for machine in resultstree.machines(results_dir) if results_dir.is_dir() else []:
+        try:
+            asvsuite.runs(results_dir, machine, strict=True)
+        except ValueError as exc:
+            raise HistoryError(f"{exc}; move it aside or restore it, nothing was measured") from exc
 
 
 def check_catalogue(repo: Path) -> None:
@@ -137,7 +147,10 @@ def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int | No
     if first is not None and first < 1:
         raise HistoryError(f"--first must be at least 1, got {first}")
     check_catalogue(repo)
-    found = asvsuite.runs(results_dir, machine) if (results_dir / machine).is_dir() else []
+    try:  # every run, or the one left out would be measured again as if it were missing
+        found = asvsuite.runs(results_dir, machine, strict=True) if (results_dir / machine).is_dir() else []
+    except ValueError as exc:
+        raise HistoryError(f"{exc}; move it aside or restore it, nothing was measured") from exc
     done = _known_commits(repo, [run.commit for run in found])
     notes = ()
     if done:  # everything on the branch that descends from none of them

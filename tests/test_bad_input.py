@@ -13,6 +13,9 @@ before refusing fails here even on a GPU box.
 
 Rows marked `own_catalogue` run the commands that read the package's own catalogue (list, report) against the
 world's copy, so that one bad field can be tried on every command that reads it.
+
+What a row cannot say (a catalogue broken at import, a box with no GPU, a full disk, a read-only mount, Ctrl-C) has a
+test of its own below, with the same assertions: the exit status, one line, no traceback, nothing recorded changed.
 """
 
 import hashlib
@@ -315,8 +318,7 @@ KNOWN = [
     ([*HISTORY, "--html", "{repo}"], 2, "is the repository"),
     ([*HISTORY, "--html", "{tmp}/notes"], 2, "is not empty and is not a site `sgemm publish` made"),
     ([*HISTORY, "--html", "{tmp}/no/such/site"], 2, "does not exist"),
-    ([*HISTORY, "--npm-cache", "{tmp}/no/such/cache"], 2,
-     "--npm-cache {tmp}/no/such/cache: the folder it would be made in, {tmp}/no/such, does not exist"),
+    ([*HISTORY, "--npm-cache", "{tmp}/no/such/cache"], 2, "--npm-cache {tmp}/no/such/cache: no such folder"),
     ([*HISTORY, "--first", "0"], 2, "--first"),
     (["history", "--repo", "{tmp}", "--dry-run"], 2, "has no asv.conf.json"),
     # machine
@@ -489,12 +491,12 @@ VARIANTS = [
     ([*PUBLISH, "--html", "{tmp}/site", "--npm-cache", "{tmp}/file.txt"], 2, ("--npm-cache {tmp}/file.txt: not a "
      "directory")),
     ([*PUBLISH, "--html", "{tmp}/site", "--npm-cache", "{tmp}/no/such/cache"], 2,
-     "--npm-cache {tmp}/no/such/cache: the folder it would be made in, {tmp}/no/such, does not exist"),
+     "--npm-cache {tmp}/no/such/cache: no such folder"),
     ([*PUBLISH, "--html", "{tmp}/site", "--npm-cache", "{tmp}/site"], 2, "--html {tmp}/site is the npm cache"),
     ([*PUBLISH, "--html", "{tmp}/site", "--npm-cache", ""], 2, "argument --npm-cache: expected a path, got ''"),
-    # a cache folder not there yet is accepted (and not made by a refused publish): the --html after it refuses
-    ([*PUBLISH, "--html", "{tmp}/notes", "--npm-cache", "{tmp}/new-cache"], 2,
-     "--html {tmp}/notes is not empty and is not a site"),
+    # X12g: a cache named but not there is refused at once, not found missing offline after the site was built
+    ([*PUBLISH, "--html", "{tmp}/site", "--npm-cache", "{tmp}/nonexistent"], 2,
+     "--npm-cache {tmp}/nonexistent: no such folder; name the folder that holds the npm tarballs, or make it"),
     (["publish", "--results", "{results}/gpu-box", "--repo", "{repo}", "--html", "{tmp}/site"], 2,
      "{results}/gpu-box: not an asv results tree (no benchmarks.json)"),
     (["publish", "--results", "{tmp}/file.txt", "--repo", "{repo}", "--html", "{tmp}/site"], 2,
@@ -511,17 +513,15 @@ VARIANTS = [
      "a gh-pages checkout no publish made"),
     ([*HISTORY, "--npm-cache", "{tmp}/file.txt"], 2, "--npm-cache {tmp}/file.txt: not a directory"),
     ([*HISTORY, "--npm-cache", "{tmp}/site", "--html", "{tmp}/site"], 2, "--html {tmp}/site is the npm cache"),
-    # as for publish: a cache folder not there yet is accepted and not made; the --html after it refuses
-    ([*HISTORY, "--npm-cache", "{tmp}/new-cache", "--html", "{tmp}/notes"], 2,
-     "--html {tmp}/notes is not empty and is not a site"),
+    # X28: as for publish, and by the dry run as by the run
+    ([*HISTORY, "--npm-cache", "{tmp}/nonexistent"], 2, "--npm-cache {tmp}/nonexistent: no such folder"),
     ([*HISTORY, "--results", "{results}", "--html", "{tmp}/data"], 2, "--html {tmp}/data holds the results"),
     ([*HISTORY, "--results", "{repo}"], 2, "--work {repo}/.asv/history and --results {repo} overlap"),
     ([*HISTORY, "--results", "{repo}/.git"], 2, "--results {repo}/.git lies inside the repository's .git"),
     ([*HISTORY, "--work", "{repo}/.git/work"], 2, "--work {repo}/.git/work lies inside the repository's .git"),
     ([*HISTORY, "--work", "{results}", "--results", "{results}"], 2, "overlap"),
     ([*HISTORY, "--results", "{tmp}/file.txt/results"], 2,
-     ("--results {tmp}/file.txt/results: {tmp}/file.txt cannot be "
-     "written here")),
+     "--results {tmp}/file.txt/results: {tmp}/file.txt is not a directory"),
     ([*HISTORY, "--gpus", "0"], 2, "--gpus takes a number of GPUs (at least 1) or 'all', got '0'"),
     ([*HISTORY, "--gpus", "x"], 2, "--gpus takes a number of GPUs (at least 1) or 'all', got 'x'"),
     ([*HISTORY, "--first", "-1"], 2, "--first must be at least 1, got -1"),
@@ -655,7 +655,60 @@ def catalogue_rows() -> list[Row]:
             for argv, before, own in CATALOGUE_READERS for what, setup, message in CATALOGUE_BREAKAGES]
 
 
-BAD_INPUT = rows(KNOWN) + rows(VARIANTS) + rows(BISECT_AND_CONFIRM) + catalogue_rows()
+# --- The newcomer's trial of 2026-11-27 (shared/reviews/newcomer-2026-11-27.md): each input by its id there -------
+
+
+def garbled(tree: Path) -> None:
+    """The run file overwritten by bytes that are not UTF-8, as `head -c 3000 /dev/urandom` would."""
+    (tree / RUN_FILE).write_bytes(bytes(range(128, 256)) * 4)
+
+
+def appended(rel: str, text: str):
+    def setup(root: Path) -> None:
+        with open(root / rel, "a") as out:
+            out.write(text)
+
+    return setup
+
+
+NOT_UTF8 = results_copy("bad", garbled)
+RUN_PATH = "{tmp}/bad/" + RUN_FILE
+NOT_MEASURED = "move it aside or restore it, nothing was measured"
+NEWCOMER = [
+    # X12f, X12d: the dry run refuses a run file the run would refuse, with or without the site
+    ([*HISTORY, "--results", "{tmp}/bad"], 2, f"Error parsing JSON in file '{RUN_PATH}' … {NOT_MEASURED}",
+     TRUNCATED, "X12f: a truncated run file"),
+    ([*HISTORY, "--results", "{tmp}/bad", "--no-site"], 2, f"Error parsing JSON in file '{RUN_PATH}' … {NOT_MEASURED}",
+     TRUNCATED, "X12f: a truncated run file, no site"),
+    ([*HISTORY, "--results", "{tmp}/bad"], 2, f"{RUN_PATH}: not an asv results file (UnicodeDecodeError: … "
+     f"{NOT_MEASURED}", NOT_UTF8, "X12d: a run file that is not UTF-8"),
+    ([*PUBLISH, "--html", "{tmp}/site", "--results", "{tmp}/bad"], 2,
+     f"{RUN_PATH}: not an asv results file of machine 'gpu-box' (", NOT_UTF8, "X12d: a run file that is not UTF-8"),
+    (["merge", "{tmp}/bad", "--into", "{tmp}/merged"], 2,
+     f"cannot merge, nothing was written: {RUN_PATH}: not an asv results file of machine 'gpu-box'", NOT_UTF8,
+     "X12d: a run file that is not UTF-8"),
+    # RO9, X34b, X40: a place that cannot be written, found by trying (root passes every look at the mode bits)
+    ([*GATE, "-k", "fp32/naive", "--report", "/proc/gate.md"], 2, "--report /proc/gate.md: /proc cannot be written"),
+    ([*GATE, "-k", "fp32/naive", "--work", "/proc/x"], 2, "--work /proc/x: /proc cannot be written"),
+    ([*HISTORY, "--work", "/proc/x"], 2, "--work /proc/x: /proc cannot be written"),
+    ([*HISTORY, "--results", "/proc/x"], 2, "--results /proc/x: /proc cannot be written"),
+    (["machine", "--name", "vm", "--file", "/proc/m.json"], 2, "--file /proc/m.json: /proc cannot be written"),
+    (["noise", "--machine", "box", "--rounds", "{tmp}/notes", "--out", "/proc/n.json"], 2,
+     "--out /proc/n.json: /proc cannot be written"),
+    (["bench", "--json", "/proc/bench.json"], 2, "--json /proc/bench.json: /proc cannot be written"),
+    (["merge", "{results}", "--into", "/proc/merged"], 2, "--into /proc/merged: /proc cannot be written"),
+    # X15: an uncommitted change to what the gate measures is named, and the gate refuses to pass it unmeasured
+    ([*GATE], 2, "uncommitted changes to what the gate measures (kernels/fp32_naive.cu): the gate measures the two "
+     "commits as committed", appended("repo/kernels/fp32_naive.cu", "// x\n"), "X15: a kernel edited, not committed"),
+    ([*GATE], 2, "uncommitted changes to what the gate measures (kernels/fp32_new.cu)",
+     write("repo/kernels/fp32_new.cu", "// new\n"), "X15: a kernel file not added"),
+    ([*GATE, "-k", "fp32/naive"], 2, "uncommitted changes to what the gate measures (sgemm/catalogue.toml)",
+     appended(CATALOGUE, "# mine\n"), "X15: the catalogue edited, not committed"),
+    ([*GATE], 0, "0 cases of 0 kernels (nothing to measure)", appended("repo/README.md", "mine\n"),
+     "X15: an edit of the documentation, which measures nothing"),
+]
+
+BAD_INPUT = rows(KNOWN) + rows(VARIANTS) + rows(BISECT_AND_CONFIRM) + catalogue_rows() + rows(NEWCOMER)
 
 
 def test_the_table_has_every_kind_of_row():
@@ -698,6 +751,83 @@ def test_a_size_no_gpu_measured_is_refused_by_report_and_publish(two_gpu_results
         assert f"--size 12345: no GPU in {results} measured that size (measured: 1024, 2048, 4096)" in err
         assert err.count("\n") == 1 and "Traceback" not in err
     assert [p.name for p in tmp_path.iterdir()] == [".site.sgemm-lock"]
+
+
+# --- What a row cannot say ---------------------------------------------------------------------------------------
+
+
+def run_in(world: Path, argv: list[str], capsys) -> tuple[int, str]:
+    """`sgemm ARGV` in the world, its {placeholders} filled; the exit status and what it said on stderr, after the
+    assertions every row makes: no traceback, one line, and nothing that was there changed or new."""
+    before = snapshot(world)
+    status = cli.main([fill(arg, places(world)) for arg in argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and err.count("\n") == 1, err
+    after = snapshot(world)
+    assert {name: after.get(name) for name in before} == before, "something that was there changed or went"
+    assert sorted(set(after) - set(before)) == [], "something new was made"
+    return status, err
+
+
+def refuse_writes_in(monkeypatch, folder: Path, errno_number: int) -> None:
+    """Every file made in `folder` (the probes of sgemm.writable and everything written) fails with `errno_number`,
+    as on a read-only mount or a full disk; what is made elsewhere is made."""
+    import errno as errnos
+    import tempfile
+
+    import sgemm.atomic
+    import sgemm.writable
+
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if dir is not None and Path(dir).resolve().is_relative_to(folder.resolve()):
+            raise OSError(errno_number, os.strerror(errno_number), str(Path(dir) / ".tmp"))
+        return real(*args, dir=dir, **kwargs)
+
+    fake = type("tempfile", (), {"mkstemp": staticmethod(mkstemp)})
+    monkeypatch.setattr(sgemm.writable, "tempfile", fake)
+    monkeypatch.setattr(sgemm.atomic, "tempfile", fake)
+    assert errno_number in (errnos.EROFS, errnos.ENOSPC)
+
+
+READ_ONLY = [  # (newcomer's id, argv, what the one line says), with {tmp}/ro a read-only mount
+    ("RO9", [*GATE, "-k", "fp32/naive", "--report", "{tmp}/ro/gate.md"], "--report {tmp}/ro/gate.md: {tmp}/ro is "
+     "read-only"),
+    ("X34b", [*GATE, "-k", "fp32/naive", "--work", "{tmp}/ro/work"], "--work {tmp}/ro/work: {tmp}/ro is read-only"),
+    ("RO-results", [*HISTORY, "--results", "{tmp}/ro/results"], "--results {tmp}/ro/results: {tmp}/ro is read-only"),
+    ("P14b", [*PUBLISH, "--html", "{tmp}/ro/site"], "--html {tmp}/ro/site: {tmp}/ro is read-only"),
+    ("P14b-history", [*HISTORY, "--html", "{tmp}/ro/site"], "--html {tmp}/ro/site: {tmp}/ro is read-only"),
+    ("RO-merge", ["merge", "{results}", "--into", "{tmp}/ro/merged"], "--into {tmp}/ro/merged: {tmp}/ro is read-only"),
+    ("RO-machine", ["machine", "--file", "{tmp}/ro/machines.json"], "--file {tmp}/ro/machines.json: {tmp}/ro is "
+     "read-only"),
+]
+
+
+@pytest.mark.parametrize("newcomer, argv, message", READ_ONLY, ids=[row[0] for row in READ_ONLY])
+def test_a_read_only_place_is_refused_before_any_work_by_the_dry_run_too(world, no_gpu_may_be_touched, monkeypatch,
+                                                                          capsys, newcomer, argv, message):
+    import errno
+
+    (world / "ro").mkdir()
+    refuse_writes_in(monkeypatch, world / "ro", errno.EROFS)
+    status, err = run_in(world, argv, capsys)
+    assert status == 2 and says(err, fill(message, places(world))), err
+
+
+def test_a_site_that_is_a_read_only_mount_point_is_refused_before_it_is_built(world, no_gpu_may_be_touched,
+                                                                              monkeypatch, capsys):
+    """P14: rename(2) cannot move a mount point away, which the publish found only after building the site."""
+    import errno
+
+    import sgemm.publishing.publish
+
+    (world / "ro").mkdir()
+    refuse_writes_in(monkeypatch, world / "ro", errno.EROFS)
+    monkeypatch.setattr(sgemm.publishing.publish, "is_mount_point", lambda path: Path(path) == world / "ro")
+    status, err = run_in(world, [*PUBLISH, "--html", "{tmp}/ro"], capsys)
+    said = "sgemm publish: --html {tmp}/ro is a mount point ({tmp}/ro is read-only): the site is built beside it"
+    assert status == 2 and says(err, fill(said, places(world))), err
 
 
 # --- A catalogue that cannot be read, in a fresh process -------------------------------------------------------

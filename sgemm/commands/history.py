@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .. import catalogue
 from ..measuring.record import NoGpuError, device_info
 from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, args as types
 from .publish import cmd_publish
@@ -37,7 +38,8 @@ def add_history(add) -> None:
 
 
 def cmd_history(args) -> int:
-    from ..history import HistoryError, box_shards, check_catalogue, check_places, plan, run, run_sharded, summary
+    from ..history import (HistoryError, box_shards, check_catalogue, check_places, check_results, plan, run,
+                           run_sharded, summary)
     from ..machine import detect_identity, machine_entry, machine_name, write_machine_file
     from ..publishing.publish import PublishError, check_site_places
 
@@ -49,9 +51,10 @@ def cmd_history(args) -> int:
     # The places and the catalogue first: none of them needs the GPU, and the site's is checked before the measuring.
     try:
         check_places(repo, results, work)
+        check_results(results)
         check_catalogue(repo)
         if not args.no_site:
-            check_site_places(repo, results, Path(args.html), args.npm_cache)
+            check_site_places(repo, results, Path(args.html), args.npm_cache, catalogue.load_catalogue())
     except (HistoryError, PublishError) as exc:
         print(f"sgemm history: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -38,6 +38,7 @@ from pathlib import Path
 from .. import confirmations
 from ..atomic import write_atomically
 from ..resultstree import BISECT_FOLDER, MACHINE_FILE, is_run_file
+from ..writable import folder_problem
 
 BENCHMARKS_FILE = "benchmarks.json"
 LOCK_SUFFIX = ".sgemm-lock"
@@ -174,6 +175,8 @@ def _check_places(sources: list[Path], dest: Path, problems: list[str]) -> None:
         problems.append(f"--into {dest}: not a directory")
     elif not dest.resolve().parent.is_dir():
         problems.append(f"--into {dest}: the folder it would be made in, {dest.resolve().parent}, does not exist")
+    elif problem := folder_problem(dest):
+        problems.append(f"--into {dest}: {problem}")
     elif (dest / MACHINE_FILE).is_file():
         problems.append(f"--into {dest} is one machine's directory of a results tree: pass the tree, "
                         f"{dest.resolve().parent}")

@@ -40,6 +40,7 @@ from ..catalogue import Kernel
 from ..confirmations import ConfirmationsError
 from ..judging.notices import NOTICES_FILE, Report, notices_document, watch, write_notices
 from ..judging.series import HistoryError
+from ..writable import is_mount_point, write_problem
 from . import regressions
 from .crossgpu import report_across_gpus, unmeasured_size, write_no_gpu_page
 from .merge import LockError, locked
@@ -169,27 +170,51 @@ def check_places(repo: Path, results_dir: Path, html_dir: Path, npm_cache: Path 
         raise PublishError(f"--html {html_dir}: not a directory")
     if not html.parent.is_dir():
         raise PublishError(f"--html {html_dir}: the folder it would be made in, {html.parent}, does not exist")
+    # The site is built in a folder beside the HTML directory, then put in its place by renames.
+    if problem := write_problem(html.parent):
+        raise PublishError(f"--html {html_dir}: {problem}")
+    if html.is_dir() and is_mount_point(html):
+        problem = write_problem(html)
+        raise PublishError(f"--html {html_dir} is a mount point{f' ({problem})' if problem else ''}: the site is "
+                           "built beside it and put in its place by a rename, which cannot replace a mount point; "
+                           "give a folder inside it")
     if npm_cache is not None:
         check_npm_cache(npm_cache)
 
 
 def check_npm_cache(npm_cache: Path) -> None:
-    """PublishError unless `npm_cache` is a folder, or can be made as one where it is named (it is made when the
-    first tarball is saved into it): a file, or a folder whose parent is missing or cannot be written, is refused."""
+    """PublishError unless `npm_cache` is a folder that can be written (a tarball fetched from the registry is saved
+    there). A folder not there is refused rather than made: a cache named on the command line is one that holds
+    the tarballs, and a mistyped one would be found only offline, after the site was built."""
     cache = npm_cache.resolve()
     if cache.exists() and not cache.is_dir():
         raise PublishError(f"--npm-cache {npm_cache}: not a directory")
-    if not cache.exists() and not cache.parent.is_dir():
-        raise PublishError(f"--npm-cache {npm_cache}: the folder it would be made in, {cache.parent}, does not exist")
-    if not os.access(cache if cache.exists() else cache.parent, os.W_OK | os.X_OK):
-        raise PublishError(f"--npm-cache {npm_cache}: cannot be written here")
+    if not cache.exists():
+        raise PublishError(f"--npm-cache {npm_cache}: no such folder; name the folder that holds the npm tarballs, or "
+                           "make it (mkdir) to have it filled from the registry")
+    if problem := write_problem(cache):
+        raise PublishError(f"--npm-cache {npm_cache}: {problem}")
 
 
-def check_site_places(repo: Path, results_dir: Path, html_dir: Path, npm_cache: str | None) -> None:
+def check_site_places(repo: Path, results_dir: Path, html_dir: Path, npm_cache: str | None,
+                      kernels: dict[str, Kernel]) -> None:
     """PublishError when the site could not be published where asked (check_places, with the --npm-cache folder, and
-    check_replaceable): for the history to say before the measuring, not after it."""
+    check_replaceable) or from what the results tree holds now (check_readable): for the history to say before the
+    measuring, not after it."""
     check_places(repo, results_dir, html_dir, Path(npm_cache) if npm_cache else None)
     check_replaceable(html_dir)
+    check_readable(repo, results_dir, kernels)
+
+
+def check_readable(repo: Path, results_dir: Path, kernels: dict[str, Kernel]) -> None:
+    """PublishError naming the first file of the results tree that the publish cannot read (a run file cut short or
+    not UTF-8, a machine, confirmations or bisect file), read as the publish reads it (watch)."""
+    if not results_dir.is_dir():
+        return  # a first run: nothing recorded yet
+    try:
+        watch(results_dir, repo, kernels)
+    except (HistoryError, ConfirmationsError) as exc:
+        raise PublishError(str(exc)) from exc
 
 
 def check_replaceable(html_dir: Path) -> None:

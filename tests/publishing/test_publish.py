@@ -318,21 +318,25 @@ def test_the_npm_cache_inside_the_site_is_refused(two_gpu_results, tmp_path):
 
 def test_a_site_that_could_not_be_published_where_asked_is_said_before_the_history_measures(two_gpu_results,
                                                                                           tmp_path):
-    with pytest.raises(PublishError, match="--npm-cache .*missing/cache: the folder it would be made in, .*missing, "
-                                           "does not exist"):
-        check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html",
-                          str(tmp_path / "missing" / "cache"))
+    def check(npm_cache):
+        check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", npm_cache, KERNELS)
+
+    with pytest.raises(PublishError, match="--npm-cache .*missing/cache: no such folder"):
+        check(str(tmp_path / "missing" / "cache"))
     with pytest.raises(PublishError, match="--npm-cache .*notes.txt: not a directory"):
         (tmp_path / "notes.txt").write_text("mine")
-        check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", str(tmp_path / "notes.txt"))
-    # A cache folder not there yet is made when the first tarball is saved into it, as publish_site does.
-    check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", str(tmp_path / "new-cache"))
-    check_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", tmp_path / "new-cache")
+        check(str(tmp_path / "notes.txt"))
+    # A cache folder not there is refused, not made: a mistyped one would be found only offline, after the build.
+    with pytest.raises(PublishError, match="--npm-cache .*new-cache: no such folder"):
+        check(str(tmp_path / "new-cache"))
+    with pytest.raises(PublishError, match="--npm-cache .*new-cache: no such folder"):
+        check_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", tmp_path / "new-cache")
     assert not (tmp_path / "new-cache").exists()
+    (tmp_path / "new-cache").mkdir()
+    check(str(tmp_path / "new-cache"))
     with pytest.raises(PublishError, match="holds the npm cache"):
-        check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html",
-                          str(tmp_path / "html" / "cache"))
-    check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", None)
+        check(str(tmp_path / "html" / "cache"))
+    check(None)
 
 
 def test_a_size_no_gpu_measured_is_refused_before_anything_is_built(two_gpu_results, tmp_path):
