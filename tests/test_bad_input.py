@@ -769,6 +769,39 @@ def run_in(world: Path, argv: list[str], capsys) -> tuple[int, str]:
     return status, err
 
 
+@pytest.fixture
+def no_gpu_here(monkeypatch):
+    """A box without an NVIDIA driver, as the newcomer's: NVML answers that it is not there."""
+    import sgemm.machine
+    from sgemm.measuring.telemetry import TelemetryUnavailable
+
+    def unavailable(*args, **kwargs):
+        raise TelemetryUnavailable("NVML is not available: NVML Shared Library Not Found")
+
+    for module in ("cupy", "pynvml", "cuda.bench"):
+        monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.setattr(sgemm.machine, "gpu_identity", unavailable)
+    monkeypatch.setattr(sgemm.machine, "driver_present", lambda: False)
+
+
+BISECT_ENDS = ["fp32/naive", "--size", "1024", "--good", "HEAD~1", "--bad", "HEAD", "--repo", "{repo}",
+               "--results", "{results}"]
+WITHOUT_A_GPU = [  # (newcomer's id, argv, what the one line says): 2, which bisect's help gives no answer, not 1
+    ("X36b", ["bisect", *BISECT_ENDS, "--machine", "box"], "sgemm bisect: no GPU found through NVML, no NVIDIA driver "
+     "on this machine (NVML is not available: NVML Shared Library Not Found): nothing can be measured here"),
+    ("X36", ["bisect", *BISECT_ENDS], "sgemm bisect: no GPU found through NVML, … give --machine to name this machine"),
+    ("X36c", ["confirm", *BISECT_ENDS, "--machine", "box"], "sgemm confirm: no GPU found through NVML, … nothing can "
+     "be measured here"),
+]
+
+
+@pytest.mark.parametrize("newcomer, argv, message", WITHOUT_A_GPU, ids=[row[0] for row in WITHOUT_A_GPU])
+def test_bisect_and_confirm_without_a_gpu_say_so_with_exit_2_not_not_found(world, no_gpu_here, capsys, newcomer,
+                                                                           argv, message):
+    status, err = run_in(world, argv, capsys)
+    assert status == 2 and says(err, fill(message, places(world))), err
+
+
 def refuse_writes_in(monkeypatch, folder: Path, errno_number: int) -> None:
     """Every file made in `folder` (the probes of sgemm.writable and everything written) fails with `errno_number`,
     as on a read-only mount or a full disk; what is made elsewhere is made."""

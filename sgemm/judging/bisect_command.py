@@ -16,8 +16,7 @@ from pathlib import Path
 from .. import confirmations, resultstree
 from ..atomic import write_atomically
 from ..catalogue import Kernel
-from ..machine import check_machine_name, detect_identity, machine_name
-from ..measuring.record import NoGpuError
+from ..machine import check_machine_name, machine_name, required_identity
 from .bisect import (
     DEFAULT_SCHEDULE,
     BisectError,
@@ -95,10 +94,7 @@ def _checked(repo: Path, target: Target) -> tuple[Target, Kernel]:
 
 
 def _machine_here(device: int) -> str:
-    identity = detect_identity(device)
-    if identity is None:
-        raise NoGpuError("no GPU found through NVML to name this machine after: give --machine")
-    return machine_name(identity)
+    return machine_name(required_identity(device, "give --machine to name this machine"))
 
 
 def _machine(given: str | None, target: Target | None, device: int) -> str:
@@ -162,14 +158,15 @@ def bisect(request: BisectRequest, make_source: SourceMaker | None = None) -> tu
     if isinstance(chosen, str):
         return chosen, Path()
     state = State.open(chosen.state, query_of(chosen.target, request.limits))  # BisectError: refused, left alone
+    # The GPU before a word of the search: without one (NoGpuError) the command says so alone.
+    source = (make_source or PairedBuilds.on_this_gpu)(request.repo, chosen.target.good, chosen.kernel,
+                                                       chosen.target.size, request.device)
 
     def say(text: str) -> None:
         print(f"sgemm bisect: {text}", file=sys.stderr)
 
     say(f"{chosen.target.label}: {len(chosen.chain.commits)} commits after the good end {chosen.target.good[:12]} "
         f"up to the bad end {chosen.target.bad[:12]} (first-parent line); state in {chosen.state}")
-    source = (make_source or PairedBuilds.on_this_gpu)(request.repo, chosen.target.good, chosen.kernel,
-                                                       chosen.target.size, request.device)
     try:
         result = run_bisect(chosen.target, chosen.chain, source, state, request.limits, say)
     finally:

@@ -27,8 +27,7 @@ from pathlib import Path
 
 from ..asvsuite import SuiteCase
 from ..catalogue import Kernel
-from ..machine import detect_identity
-from ..measuring.record import NoGpuError
+from ..machine import required_identity
 from .gate import IDLE_TIMEOUT_S, GateError, wait_for_gpu
 from .paired_rounds import ROUND_SETTINGS, PairedSession, PairingError
 from .unpaired_rounds import Pair
@@ -207,9 +206,7 @@ class PairedBuilds:
     def on_this_gpu(cls, repo: Path, good: str, kernel: Kernel, size: int, device: int = 0) -> PairedBuilds:
         """Rounds on this box's GPU, which must be there and able to run the kernel (NoGpuError, Stopped); each
         round waits for the GPU to be the measuring's alone, as the gate's do."""
-        identity = detect_identity(device)
-        if identity is None:
-            raise NoGpuError("no GPU found through NVML: nothing can be measured here")
+        identity = required_identity(device, "nothing can be measured here")
         if problem := kernel.gpu_problem(identity.compute_capability):
             raise Stopped(problem)
         return cls(repo, good, kernel.name, size, device, lambda: wait_for_gpu(device, IDLE_TIMEOUT_S))

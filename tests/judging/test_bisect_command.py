@@ -29,7 +29,7 @@ def no_gpu(monkeypatch):
         raise AssertionError("the GPU was asked for before the input was checked")
 
     monkeypatch.setattr(bisect_command.PairedBuilds, "on_this_gpu", refuse)
-    monkeypatch.setattr(bisect_command, "detect_identity", refuse)
+    monkeypatch.setattr(bisect_command, "required_identity", refuse)
 
 
 @pytest.fixture
