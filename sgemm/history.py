@@ -37,7 +37,7 @@ from .asvconf import write_asv_config
 from .atomic import write_atomically
 from .measuring.record import CASES_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
 from .measuring.resources import PROGRESS_VARIABLE
-from .progress import RunState, follow_asv
+from .progress import RunState, end_group, follow_asv
 from .shards import Shard, ShardError, assign, identical_gpus, recorded_costs, write_joined
 from .writable import folder_problem
 
@@ -348,6 +348,19 @@ def _shard_home(home: Path) -> dict[str, str]:
             "XDG_CONFIG_HOME": os.environ.get("XDG_CONFIG_HOME", str(user / ".config"))}
 
 
+def _wait_for_shards(running: list[tuple[Shard, Path, subprocess.Popen]]) -> None:
+    """Until every shard's `asv run` has ended, with a line of where each stands every PROGRESS_EVERY_S."""
+    started = said = time.monotonic()
+    while any(process.poll() is None for _, _, process in running):
+        time.sleep(POLL_EVERY_S)
+        if time.monotonic() - said < PROGRESS_EVERY_S:
+            continue
+        said = time.monotonic()
+        elapsed = said - started
+        print("sgemm history: " + "; ".join(f"GPU {shard.gpu} {_progress(log, elapsed)}" for shard, log, _ in running),
+              file=sys.stderr)
+
+
 def run_sharded(repo: Path, chosen: Plan, results_dir: Path, shards: list[Shard], uuids: list[str],
                 work_dir: Path) -> int:
     """One `asv run` per shard, all at once, each on its GPU alone (CUDA_VISIBLE_DEVICES by UUID) with its own
@@ -373,20 +386,17 @@ def run_sharded(repo: Path, chosen: Plan, results_dir: Path, shards: list[Shard]
         log = folder / "asv.log"
         env = dict(_asv_environment(list(shard.cases), reference), **_shard_home(folder / "home"),
                    CUDA_VISIBLE_DEVICES=uuids[shard.gpu])
-        with open(log, "w") as out:
+        with open(log, "w") as out:  # each in a group of its own, ended on Ctrl-C as follow_asv ends one
             running.append((shard, log, subprocess.Popen(command, cwd=repo, env=env, stdout=out,
-                                                         stderr=subprocess.STDOUT)))
+                                                         stderr=subprocess.STDOUT, process_group=0)))
         print(f"sgemm history: GPU {shard.gpu}: {len(shard.cases)} cases, about {shard.seconds / 60:.0f} min a "
               f"commit; asv's output in {log}", file=sys.stderr)
-    started = said = time.monotonic()
-    while any(process.poll() is None for _, _, process in running):
-        time.sleep(POLL_EVERY_S)
-        if time.monotonic() - said < PROGRESS_EVERY_S:
-            continue
-        said = time.monotonic()
-        elapsed = said - started
-        print("sgemm history: " + "; ".join(f"GPU {shard.gpu} {_progress(log, elapsed)}" for shard, log, _ in running),
-              file=sys.stderr)
+    try:
+        _wait_for_shards(running)
+    except KeyboardInterrupt:
+        for _, _, process in running:
+            end_group(process)
+        raise
     status = max(process.returncode for _, _, process in running)
     for commit in chosen.commits:
         by_name: dict[str, list[Path]] = {}

@@ -863,6 +863,88 @@ def test_a_site_that_is_a_read_only_mount_point_is_refused_before_it_is_built(wo
     assert status == 2 and says(err, fill(said, places(world))), err
 
 
+@pytest.mark.parametrize("argv, where", [(["list"], "sgemm.catalogue.load_catalogue"),
+                                          ([*GATE], "sgemm.judging.command.input_problem"),
+                                          (["merge", "{results}", "--into", "{tmp}/merged"],
+                                           "sgemm.publishing.merge.merge_results"),
+                                          ([*HISTORY], "sgemm.history.check_places")])
+def test_ctrl_c_in_any_command_is_one_line_and_the_status_of_an_interrupt(world, no_gpu_may_be_touched, monkeypatch,
+                                                                           capsys, argv, where):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(where, interrupted)
+    status, err = run_in(world, argv, capsys)
+    assert status == 130 and err == f"sgemm {argv[0]}: interrupted\n", err
+
+
+# X09: the driver of a history whose `asv run` is a child that says it started and then waits; the box has no GPU.
+INTERRUPTED_HISTORY = """
+import sys
+from pathlib import Path
+
+import sgemm.commands.history
+import sgemm.history
+from sgemm import cli
+from sgemm.measuring.record import NoGpuError
+
+started = Path(sys.argv[1])
+
+
+def no_gpu(device):
+    raise NoGpuError("no GPU on this test box")
+
+
+def slow_asv(chosen, hashes):
+    return [sys.executable, "-c", "import os, sys, time; from pathlib import Path; "
+            f"Path({str(started)!r}).write_text(str(os.getpid())); time.sleep(600)"]
+
+
+sgemm.commands.history.device_info = no_gpu
+sgemm.history._asv_run = slow_asv
+sys.exit(cli.main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("to_whom", ["group", "process"])
+def test_ctrl_c_during_the_history_ends_asv_and_says_one_line_with_the_status_of_an_interrupt(world, tmp_path,
+                                                                                               to_whom):
+    """SIGINT to the command's process group (Ctrl-C on a terminal), or to its process alone (`kill -INT`, a job
+    runner cancelling): either way asv, which does not get the first, is ended."""
+    import signal
+    import time
+
+    driver, started = tmp_path / "driver.py", tmp_path / "asv-started"
+    driver.write_text(INTERRUPTED_HISTORY)
+    results_before = snapshot(world / "data")
+    argv = [fill(arg, places(world)) for arg in ["history", "--repo", "{repo}", "--machine", "box", "--results",
+                                                 "{results}", "--html", "{tmp}/site", "--work", "{tmp}/work"]]
+    # In a process group of its own, which Ctrl-C signals as a whole (the terminal's foreground group).
+    history = subprocess.Popen([sys.executable, str(driver), str(started), *argv], cwd=world / "cwd",
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, process_group=0,
+                               env=dict(os.environ, HOME=str(world / "home")))
+    try:
+        deadline = time.monotonic() + 120
+        while not started.is_file() or not started.read_text():
+            assert history.poll() is None and time.monotonic() < deadline, history.communicate()
+            time.sleep(0.1)
+        (os.killpg if to_whom == "group" else os.kill)(history.pid, signal.SIGINT)
+        out, err = history.communicate(timeout=60)
+    finally:  # whatever the outcome, nothing of the test is left running
+        if history.poll() is None:
+            os.killpg(history.pid, signal.SIGKILL)
+        if started.is_file() and started.read_text() and os.path.exists(f"/proc/{started.read_text()}"):
+            stray = int(started.read_text())
+            os.kill(stray, signal.SIGKILL)
+            assert False, f"asv's stand-in (process {stray}) was left running"
+    asv = int(started.read_text())
+    assert "Traceback" not in out + err, err
+    assert history.returncode == 130 and err.splitlines()[-1] == "sgemm history: interrupted", err
+    with pytest.raises(ProcessLookupError):  # asv's stand-in was ended and waited for, not left running
+        os.kill(asv, 0)
+    assert snapshot(world / "data") == results_before  # nothing recorded was lost
+
+
 # --- A catalogue that cannot be read, in a fresh process -------------------------------------------------------
 # The rows above run in this process, where the package was imported with a good catalogue: a module that read the
 # catalogue at import would pass them. The newcomer ran a clone whose catalogue was broken, so every import read it.

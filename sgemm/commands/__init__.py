@@ -7,6 +7,8 @@ from pathlib import Path
 
 # Exit statuses of every command but the gate (which has its own, in sgemm.judging.gate).
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+# Every command's, the gate's too, when Ctrl-C stops it: 128 + SIGINT, as a shell reports a process SIGINT ended.
+EXIT_INTERRUPTED = 130
 
 
 def print_table(header: list[str], rows: list[list[str]], width: int | None = None) -> None:
