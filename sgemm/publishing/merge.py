@@ -15,8 +15,11 @@ does not show them, as it would not on a box whose suite had changed. A benchmar
 destination's definition, else the first source's.
 
 A merge holds an exclusive lock on the destination (and shared ones on the sources) for its whole length, so two
-merges, or a merge and a `sgemm publish` of the same tree, take turns. The lock is a file beside each directory,
-`.<name>.sgemm-lock`, not inside it, so it never becomes part of a results tree or of a commit of one.
+merges, or a merge and a `sgemm publish` of the same tree, take turns. The lock files lie in one folder of the user's
+cache, `locks/` under SGEMM_CACHE_DIR (else $XDG_CACHE_HOME/sgemm or ~/.cache/sgemm, as the compile cache), one per
+directory, named by a hash of its resolved path: never inside a locked directory (a results tree or a site would
+carry it) nor beside it (where it littered the folders around). The locks are this user's: two users sharing a tree
+(with different caches) are not kept apart.
 
 Beside asv's runs a machine's directory holds what `sgemm confirm` and `sgemm bisect` wrote: `confirmations.json` is
 joined record by record (every record of the destination and of each source, each once, in that order), and each
@@ -28,8 +31,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -60,25 +65,37 @@ class MergeError(ValueError):
 
 
 class LockError(RuntimeError):
-    """The lock file beside a directory cannot be made; the message says which and why."""
+    """The lock file of a directory cannot be made; the message says which and why."""
 
 
 # --- Locks ---------------------------------------------------------------------------------------------------------
 
 
+def lock_folder() -> Path:
+    """The folder of every lock file (see the module's docstring)."""
+    cache = os.environ.get("SGEMM_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sgemm")
+    return Path(cache) / "locks"
+
+
 def lock_path(directory: Path) -> Path:
-    """The lock file of a directory: beside it, so that it exists before the directory does and stays out of it."""
+    """The lock file of a directory, which may not exist yet: in lock_folder, named by a hash of its resolved path
+    (and, for a reader of that folder, its last part)."""
     directory = Path(directory).resolve()
-    return directory.parent / f".{directory.name}{LOCK_SUFFIX}"
+    key = hashlib.sha256(os.fsencode(directory)).hexdigest()[:32]
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", directory.name)[:40]
+    return lock_folder() / f"{key}-{readable}{LOCK_SUFFIX}"
 
 
 @contextlib.contextmanager
 def _flock(path: Path, mode: int, directory: Path) -> Iterator[None]:
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         if mode == fcntl.LOCK_EX:
-            raise LockError(f"cannot make the lock file {path} for {directory}: {exc.strerror}") from exc
+            raise LockError(f"cannot make the lock file {path} for {directory} ({exc.strerror}): set SGEMM_CACHE_DIR "
+                            "to a folder this user can write") from exc
         # A tree that is only read may lie where this user cannot write; nobody can merge into it from here either.
         yield
         return
@@ -96,7 +113,7 @@ def _flock(path: Path, mode: int, directory: Path) -> Iterator[None]:
 @contextlib.contextmanager
 def locked(exclusive: Iterable[Path] = (), shared: Iterable[Path] = ()) -> Iterator[None]:
     """Hold an exclusive lock on each of `exclusive` and a shared one on each of `shared` (directories)."""
-    # A source that is not there is refused later; it gets no lock file beside it meanwhile.
+    # A source that is not there is refused later; it gets no lock file meanwhile.
     modes = {Path(p).resolve(): fcntl.LOCK_SH for p in shared if Path(p).is_dir()}
     modes.update((Path(p).resolve(), fcntl.LOCK_EX) for p in exclusive)
     with contextlib.ExitStack() as stack:
@@ -360,7 +377,7 @@ def merge_results(sources: list[Path], dest: Path) -> MergePlan:
     """Merge every source results tree into dest. Returns what was done; MergeError (nothing written) if it cannot."""
     sources, dest = [Path(s) for s in sources], Path(dest)
     problems: list[str] = []
-    _check_places(sources, dest, problems)  # before the lock, which lies beside --into and needs its folder
+    _check_places(sources, dest, problems)  # before the lock: a refused merge waits for nobody
     if problems:
         raise MergeError(problems)
     try:

@@ -272,7 +272,7 @@ def test_a_refused_publish_leaves_the_site_that_was_there_whole(two_gpu_site, tw
     with pytest.raises(PublishError, match="none of the commits"):
         publish_site(other_history(two_gpu_results, tmp_path), two_gpu_results.results, html_dir, KERNELS, [])
     assert files(html_dir) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "html", "other"]  # no half-built site
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["html", "other"]  # no half-built site
 
 
 def test_a_site_it_made_is_replaced_whole(two_gpu_site, two_gpu_results, npm_cache, tmp_path):
@@ -286,7 +286,7 @@ def test_a_site_it_made_is_replaced_whole(two_gpu_site, two_gpu_results, npm_cac
     assert not (html_dir / "stale.html").exists() and (html_dir / SITE_MARKER).is_file()
     assert site.kept == []
     assert external_loads(html_dir / "index.html") == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["html"]
 
 
 @pytest.mark.parametrize("html, message", [
@@ -307,7 +307,7 @@ def test_an_html_directory_that_would_lose_data_is_refused(two_gpu_results, tmp_
     with pytest.raises(PublishError, match=re.escape(message)):
         publish_site(tree.repo, tree.results, html(tree.repo, tree.results, tmp_path), KERNELS, [])
     assert files(tmp_path).items() >= before.items()
-    assert all(name.endswith(".sgemm-lock") for name in set(files(tmp_path)) - set(before))
+    assert set(files(tmp_path)) == set(before)
 
 
 def test_the_npm_cache_inside_the_site_is_refused(two_gpu_results, tmp_path):
@@ -343,13 +343,13 @@ def test_a_size_no_gpu_measured_is_refused_before_anything_is_built(two_gpu_resu
     with pytest.raises(PublishError, match=r"--size 12345: no GPU in .* measured that size \(measured: 1024, 2048, "
                                            r"4096\)"):
         publish_site(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", KERNELS, [], size=12345)
-    assert [p.name for p in tmp_path.iterdir()] == [".html.sgemm-lock"]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_publish_waits_for_the_lock_of_its_site(two_gpu_results, npm_cache, tmp_path):
     import threading
 
-    from sgemm.publishing.merge import locked
+    from sgemm.publishing.merge import lock_folder, lock_path, locked
 
     html_dir = tmp_path / "html"
     finished = threading.Event()
@@ -362,7 +362,8 @@ def test_a_publish_waits_for_the_lock_of_its_site(two_gpu_results, npm_cache, tm
         worker = threading.Thread(target=publish)
         worker.start()
         assert not finished.wait(1.0), "the publish ran while another held the site's lock"
-        assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock"]
+        assert list(tmp_path.iterdir()) == []  # the lock lies in the user's cache, not beside the site
+        assert lock_path(html_dir).parent == lock_folder() and lock_path(html_dir).is_file()
     worker.join(120)
     assert finished.is_set() and (html_dir / SITE_MARKER).is_file()
 
@@ -440,7 +441,7 @@ def test_a_site_that_became_a_git_checkout_keeps_all_it_did_not_make(two_gpu_sit
     assert after["index.json"] == made["index.json"]
     assert set(after) - set(foreign) == set(made)  # asv stamps the time into some, so names only
     assert NAV_LINK in navbar(html_dir / "index.html")
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["html"]
     log = subprocess.run(["git", "-C", str(html_dir), "log", "--format=%s"], check=False, env=GIT_ENV,
                          capture_output=True, text=True)
     assert log.returncode == 0 and log.stdout == "the site\n", log.stderr  # still a working checkout
@@ -519,7 +520,7 @@ def test_what_the_user_made_where_the_new_site_writes_is_refused_and_nothing_cha
         republish(two_gpu_results, npm_cache, html_dir)
     assert ".git" not in str(refused.value) and "CNAME" not in str(refused.value)  # only what is in the way
     after = tree(tmp_path)
-    assert {name: what for name, what in after.items() if name != ".html.sgemm-lock"} == before
+    assert after == before
 
 
 def test_a_marker_from_before_manifests_keeps_the_git_checkout(two_gpu_site, two_gpu_results, npm_cache, tmp_path):
@@ -557,7 +558,7 @@ def test_a_symlink_the_user_made_is_kept_as_a_link_and_its_target_is_untouched(t
     assert os.readlink(html_dir / "vendor" / "gone") == str(tmp_path / "no-such-thing")
     assert (html_dir / "latest" / "deep" / "data.bin").read_bytes() == bytes(range(256))
     assert tree(elsewhere) == outside
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "elsewhere", "html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "html"]
 
 
 def test_a_symlink_where_the_sites_own_folder_was_is_not_followed(two_gpu_site, two_gpu_results, npm_cache,
@@ -571,7 +572,7 @@ def test_a_symlink_where_the_sites_own_folder_was_is_not_followed(two_gpu_site, 
     before = tree(tmp_path)
     with pytest.raises(PublishError, match=f"where the new site puts its own: {CROSS_GPU_DIR};"):
         republish(two_gpu_results, npm_cache, html_dir)
-    assert {name: what for name, what in tree(tmp_path).items() if name != ".html.sgemm-lock"} == before
+    assert tree(tmp_path) == before
 
 
 def test_a_foreign_entry_that_cannot_be_moved_puts_back_the_ones_that_were(two_gpu_site, two_gpu_results, npm_cache,
@@ -592,4 +593,4 @@ def test_a_foreign_entry_that_cannot_be_moved_puts_back_the_ones_that_were(two_g
     monkeypatch.setattr(os, "rename", refusing)
     with pytest.raises(PublishError, match="could not move NOTES.md.*Permission denied.*nothing was changed"):
         republish(two_gpu_results, npm_cache, html_dir)
-    assert {name: what for name, what in tree(tmp_path).items() if name != ".html.sgemm-lock"} == before
+    assert tree(tmp_path) == before
