@@ -702,6 +702,10 @@ NEWCOMER = [
      appended(CATALOGUE, "# mine\n"), "X15: the catalogue edited, not committed"),
     ([*GATE], 0, "0 cases of 0 kernels (nothing to measure)", appended("repo/README.md", "mine\n"),
      "X15: an edit of the documentation, which measures nothing"),
+    # U02: a path of bytes that are not UTF-8 is refused at once (an emoji is UTF-8, and works)
+    ([*PUBLISH, "--html", "{tmp}/bad\udcff"], 2, r"argument --html: '{tmp}/bad\xff' is not valid UTF-8: asv keeps "
+     "every path in UTF-8 files"),
+    ([*HISTORY, "--results", "{tmp}/r\udcff"], 2, r"argument --results: '{tmp}/r\xff' is not valid UTF-8"),
 ]
 
 BAD_INPUT = rows(KNOWN) + rows(VARIANTS) + rows(BISECT_AND_CONFIRM) + catalogue_rows() + rows(NEWCOMER)
@@ -856,6 +860,65 @@ def test_a_site_that_is_a_read_only_mount_point_is_refused_before_it_is_built(wo
     monkeypatch.setattr(sgemm.publishing.publish, "is_mount_point", lambda path: Path(path) == world / "ro")
     status, err = run_in(world, [*PUBLISH, "--html", "{tmp}/ro"], capsys)
     said = "sgemm publish: --html {tmp}/ro is a mount point ({tmp}/ro is read-only): the site is built beside it"
+    assert status == 2 and says(err, fill(said, places(world))), err
+
+
+def test_a_merge_onto_a_full_disk_writes_nothing_and_says_so(world, no_gpu_may_be_touched, monkeypatch, capsys):
+    """FD2: the second file of the merge meets a full disk; the first, written already, must not be left behind."""
+    import errno
+
+    import sgemm.atomic
+
+    real, written = sgemm.atomic._write_temporary, []
+
+    def full_after_one(path, content):
+        if written:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        written.append(real(path, content))
+        return written[-1]
+
+    monkeypatch.setattr(sgemm.atomic, "_write_temporary", full_after_one)
+    status, err = run_in(world, ["merge", "{results}", "--into", "{tmp}/merged"], capsys)
+    assert status == 2 and written, err
+    assert says(err, fill("sgemm merge: cannot merge, nothing was written: --into {tmp}/merged: no space left on the "
+                          "device of {tmp}/merged", places(world))), err
+
+
+def _a_site_of_asv(repo, results_dir, html_dir):
+    html_dir.mkdir()
+    (html_dir / "index.html").write_text("<html><head></head><body></body></html>")
+    return []
+
+
+def test_a_publish_onto_a_full_disk_is_one_line_whether_asv_or_the_publish_meets_it(world, no_gpu_may_be_touched,
+                                                                                     monkeypatch, capsys):
+    """FD1: asv's own traceback (its last line the OSError) or a write of the publish's own, one line naming the
+    cause and the place; the site is built beside --html, so nothing is left of it there."""
+    import errno
+    import subprocess as subprocesses
+
+    import sgemm.publishing.publish
+
+    said = "sgemm publish: --html {tmp}/site: no space left on the device of {tmp}; nothing was changed"
+    asv_traceback = ('Traceback (most recent call last):\n  File "asv/commands/publish.py", line 119, in run\n'
+                     "OSError: [Errno 28] No space left on device\n")
+    real_run = subprocesses.run
+
+    def run(command, *args, **kwargs):  # asv publish fails as it did on the full disk; git answers as it does
+        if command[1:4] == ["-m", "asv", "publish"]:
+            return subprocesses.CompletedProcess(command, 1, "", asv_traceback)
+        return real_run(command, *args, **kwargs)
+
+    monkeypatch.setattr(subprocesses, "run", run)
+    status, err = run_in(world, [*PUBLISH, "--html", "{tmp}/site"], capsys)
+    assert status == 2 and says(err, fill(said, places(world))), err
+
+    def full(path, document):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(sgemm.publishing.publish, "asv_publish", _a_site_of_asv)
+    monkeypatch.setattr(sgemm.publishing.publish, "write_notices", full)
+    status, err = run_in(world, [*PUBLISH, "--html", "{tmp}/site"], capsys)
     assert status == 2 and says(err, fill(said, places(world))), err
 
 

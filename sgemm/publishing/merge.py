@@ -21,6 +21,9 @@ directory, named by a hash of its resolved path: never inside a locked directory
 carry it) nor beside it (where it littered the folders around). The locks are this user's: two users sharing a tree
 (with different caches) are not kept apart.
 
+What is written, is written whole or not at all: each file goes to a temporary file first, and they are renamed into
+place once every one is written, so a full disk met half way leaves no half tree (sgemm.atomic.write_all_or_none).
+
 Beside asv's runs a machine's directory holds what `sgemm confirm` and `sgemm bisect` wrote: `confirmations.json` is
 joined record by record (every record of the destination and of each source, each once, in that order), and each
 `bisect/<id>.json` (a result, or the state a stopped bisect resumes from) is copied, the one written last (its
@@ -30,6 +33,7 @@ joined record by record (every record of the destination and of each source, eac
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -41,9 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import confirmations
-from ..atomic import write_atomically
+from ..atomic import write_all_or_none
 from ..resultstree import BISECT_FOLDER, MACHINE_FILE, is_run_file
-from ..writable import folder_problem
+from ..writable import folder_problem, said
 
 BENCHMARKS_FILE = "benchmarks.json"
 LOCK_SUFFIX = ".sgemm-lock"
@@ -383,15 +387,18 @@ def merge_results(sources: list[Path], dest: Path) -> MergePlan:
     try:
         with locked(exclusive=[dest], shared=sources):
             plan = plan_merge(sources, dest)
-            for source, target in plan.copies:
-                write_atomically(target, source.read_bytes())
-            for target, content in plan.joined.items():
-                write_atomically(target, content)
+            files = {target: source.read_bytes() for source, target in plan.copies}
+            files.update(plan.joined)
             if plan.benchmarks:
                 content = (json.dumps(plan.benchmarks, indent=4, sort_keys=True) + "\n").encode()
                 target = dest / BENCHMARKS_FILE
                 if not target.is_file() or target.read_bytes() != content:
-                    write_atomically(target, content)
+                    files[target] = content
+            write_all_or_none(files)  # a full disk half way leaves no half tree
     except LockError as exc:
         raise MergeError([str(exc)]) from exc
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):  # the place, not a file it read
+            raise
+        raise MergeError([f"--into {dest}: {said(exc, dest)}"]) from exc
     return plan

@@ -24,9 +24,11 @@ is foreign, and everything else is replaced as it always was.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -40,7 +42,7 @@ from ..catalogue import Kernel
 from ..confirmations import ConfirmationsError
 from ..judging.notices import NOTICES_FILE, Report, notices_document, watch, write_notices
 from ..judging.series import HistoryError
-from ..writable import is_mount_point, write_problem
+from ..writable import is_mount_point, said, write_problem
 from . import regressions
 from .crossgpu import report_across_gpus, unmeasured_size, write_no_gpu_page
 from .merge import LockError, locked
@@ -127,6 +129,20 @@ def results_view(results_dir: Path, view: Path) -> list[str]:
     return left_out
 
 
+# The errors of a write that the place written to causes (a full disk or quota, a read-only mount), not the content.
+PLACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+_ASV_OS_ERROR = re.compile(r"^\w*Error: \[Errno (\d+)\] [^\n]*?(?:: '([^'\n]+)')?$", re.MULTILINE)
+
+
+def _write_error_of(asv_output: str) -> OSError | None:
+    """The OSError that ended asv's traceback, when it is one of PLACE_ERRNOS."""
+    found = _ASV_OS_ERROR.findall(asv_output)
+    if not found or int(found[-1][0]) not in PLACE_ERRNOS:
+        return None
+    number, filename = int(found[-1][0]), found[-1][1]
+    return OSError(number, os.strerror(number), filename) if filename else OSError(number, os.strerror(number))
+
+
 def asv_publish(repo: Path, results_dir: Path, html_dir: Path) -> list[str]:
     """`asv publish` of `results_dir` into `html_dir` (which asv empties first), or PublishError with asv's words.
     Returns the benchmarks left out of the site, with no figure in the results (results_view)."""
@@ -140,6 +156,8 @@ def asv_publish(repo: Path, results_dir: Path, html_dir: Path) -> list[str]:
                               capture_output=True, text=True)
     if done.returncode != 0:
         output = (done.stdout + done.stderr).strip()[-ASV_OUTPUT_TAIL:]
+        if failed_write := _write_error_of(output):
+            raise failed_write  # said as the publish's own writes are: the cause and the place, in one line
         raise PublishError(f"asv publish exited {done.returncode}:\n{output}")
     # asv draws a history only for commits it finds on the configured branches; for the others it says nothing.
     index = json.loads((html_dir / "index.json").read_text())
@@ -378,6 +396,13 @@ def publish_site(repo: Path, results_dir: Path, html_dir: Path, kernels: dict[st
             return _build_and_swap(repo, results_dir, html_dir, kernels, header, size, npm_cache, commit_url)
     except LockError as exc:
         raise PublishError(str(exc)) from exc
+    except OSError as exc:
+        if exc.errno not in PLACE_ERRNOS:
+            raise
+        # The site is built beside the HTML directory, so that is where a full disk or a read-only mount is met.
+        written = Path(exc.filename) if exc.filename else html_dir
+        place = html_dir.parent if written.is_relative_to(html_dir.parent) else written.parent
+        raise PublishError(f"--html {html_dir}: {said(exc, place)}; nothing was changed") from exc
 
 
 def _build_and_swap(repo: Path, results_dir: Path, html_dir: Path, kernels: dict[str, Kernel], header: list[str],
