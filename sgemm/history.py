@@ -40,6 +40,7 @@ from .measuring.resources import PROGRESS_VARIABLE
 from .progress import RunState, end_group, follow_asv
 from .shards import Shard, ShardError, assign, identical_gpus, recorded_costs, write_joined
 from .writable import folder_problem
+from .words import counted
 
 DEFAULT_FIRST = 1
 DEFAULT_FIRST_WITHOUT_GPU = 3
@@ -389,8 +390,8 @@ def run_sharded(repo: Path, chosen: Plan, results_dir: Path, shards: list[Shard]
         with open(log, "w") as out:  # each in a group of its own, ended on Ctrl-C as follow_asv ends one
             running.append((shard, log, subprocess.Popen(command, cwd=repo, env=env, stdout=out,
                                                          stderr=subprocess.STDOUT, process_group=0)))
-        print(f"sgemm history: GPU {shard.gpu}: {len(shard.cases)} cases, about {shard.seconds / 60:.0f} min a "
-              f"commit; asv's output in {log}", file=sys.stderr)
+        print(f"sgemm history: GPU {shard.gpu}: {counted(len(shard.cases), 'case')}, about "
+              f"{shard.seconds / 60:.0f} min a commit; asv's output in {log}", file=sys.stderr)
     try:
         _wait_for_shards(running)
     except KeyboardInterrupt:

@@ -17,6 +17,7 @@ from .. import confirmations, resultstree
 from ..atomic import write_atomically
 from ..catalogue import Kernel
 from ..machine import check_machine_name, machine_name, required_identity
+from ..words import counted
 from .bisect import (
     DEFAULT_SCHEDULE,
     BisectError,
@@ -165,8 +166,9 @@ def bisect(request: BisectRequest, make_source: SourceMaker | None = None) -> tu
     def say(text: str) -> None:
         print(f"sgemm bisect: {text}", file=sys.stderr)
 
-    say(f"{chosen.target.label}: {len(chosen.chain.commits)} commits after the good end {chosen.target.good[:12]} "
-        f"up to the bad end {chosen.target.bad[:12]} (first-parent line); state in {chosen.state}")
+    say(f"{chosen.target.label}: {counted(len(chosen.chain.commits), 'commit')} after the good end "
+        f"{chosen.target.good[:12]} up to the bad end {chosen.target.bad[:12]} (first-parent line); state in "
+        f"{chosen.state}")
     try:
         result = run_bisect(chosen.target, chosen.chain, source, state, request.limits, say)
     finally:
@@ -243,7 +245,7 @@ def confirm_all(request: ConfirmRequest, make_source: SourceMaker | None = None,
         else:
             to_measure.append((target, kernel))
     if not to_measure:
-        say(f"nothing to measure ({len(targets)} candidates of {machine})")
+        say(f"nothing to measure ({counted(len(targets), 'candidate')} of {machine})")
         return outcome
     started = time.monotonic()
 

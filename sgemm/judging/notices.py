@@ -27,6 +27,7 @@ from urllib.parse import quote
 from .. import asvsuite, confirmations, resultstree
 from ..atomic import write_atomically
 from ..catalogue import Kernel
+from ..words import counted
 from .bisect import FOUND, NO_STEP, UNKNOWN
 from .series import (Environment, History, HistoryError, Point, Series, branch_commits, configured_branch,
                      read_history)
@@ -265,8 +266,8 @@ def watch(results_dir: Path, repo: Path, kernels: dict[str, Kernel], commit_url:
         history = read_history(results_dir, machine, commits, kernels)
         reports[machine] = detect(history, kernels, results_dir, commit_url)
         if history.off_branch:
-            reports[machine].notes.append(f"{machine}: {len(history.off_branch)} runs of commits not on the branch "
-                                          "left out, as asv's graphs leave them out")
+            reports[machine].notes.append(f"{machine}: {counted(len(history.off_branch), 'run')} of commits not on "
+                                          "the branch left out, as asv's graphs leave them out")
     return reports
 
 

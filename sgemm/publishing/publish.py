@@ -48,7 +48,8 @@ from .crossgpu import report_across_gpus, unmeasured_size, write_no_gpu_page
 from .merge import LockError, locked
 from .report import ReportError
 from .resourcepage import newest_run, write_resource_page
-from .site import SiteError, Vendored, add_nav_link, add_summary_margins, vendor_assets
+from .site import (SiteError, Vendored, add_nav_link, add_summary_margins, drop_nav_item, drop_unmeasured_list_rows,
+                   vendor_assets)
 
 CROSS_GPU_DIR = "gpus"
 CROSS_GPU_LABEL = "Across GPUs"
@@ -439,8 +440,10 @@ def _build_and_swap(repo: Path, results_dir: Path, html_dir: Path, kernels: dict
             offline_error = exc
         if offline_error is None:
             try:
+                drop_nav_item(built, regressions.ASV_NAV_ITEM)
                 add_nav_link(built, f"{regressions.PAGE_DIR}/index.html", regressions.NAV_LABEL)
                 add_summary_margins(built)
+                drop_unmeasured_list_rows(built)
             except SiteError as exc:
                 offline_error = exc
         if offline_error is None:

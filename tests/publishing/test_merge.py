@@ -265,7 +265,7 @@ def test_sgemm_merge_warns_of_results_an_older_version_leaves_unshown(two_boxes,
     assert cli.main(["merge", str(newer), str(older), "--into", str(tmp_path / "merged")]) == 0
     out, err = capsys.readouterr()
     assert out.startswith(f"merged into {tmp_path / 'merged'}: ")
-    assert err.startswith(f"sgemm merge: warning: 1 run files hold results of an older version of 1 benchmarks "
+    assert err.startswith(f"sgemm merge: warning: an older version of 1 benchmark was measured in 1 run file "
                           f"(e.g. {TRACK} in {tmp_path / 'merged' / 'nvidia-h200'}")
     assert err.count("\n") == 1
 
