@@ -26,7 +26,7 @@ def add_history(add) -> None:
     history.add_argument("--repo", type=types.path, default=".", help="the repository (default: the current directory)")
     history.add_argument("--machine", type=types.machine_name, help="asv machine name (default: from the GPU model)")
     history.add_argument("--npm-cache", type=types.path,
-                         help="folder of the site libraries' npm tarballs (needed offline)")
+                         help="existing folder of the site libraries' npm tarballs (needed offline)")
     history.add_argument("--work", type=types.path,
                          help="asv's environments and each GPU's shard (default: REPO/.asv/history)")
     history.add_argument("--no-site", action="store_true", help="measure only (the site is built elsewhere, e.g. "

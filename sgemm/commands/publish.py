@@ -53,7 +53,7 @@ def add_publish(add) -> None:
     publish.add_argument("--size", type=types.size, help="square size of the cross-GPU page (default: the size "
                          "every GPU measured that shows the most kernels)")
     publish.add_argument("--npm-cache", type=types.path,
-                         help="folder of the libraries' npm tarballs: read when it holds them, "
+                         help="existing folder of the libraries' npm tarballs: read when it holds them, "
                          "filled when the registry is reachable (needed offline)")
     publish.add_argument("--commit-url", help="where a commit is shown, as a prefix its hash is added to (e.g. "
                          "https://github.com/OWNER/REPO/commit/): the regressions' notices link to it")
