@@ -8,7 +8,18 @@ import sys
 import warnings
 
 from .catalogue import CatalogueError, UnknownKernelError
-from .commands import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, bisect, gate, history, kernels, machine, site
+from .commands import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    bisect,
+    gate,
+    history,
+    kernels,
+    machine,
+    site,
+)
 from .commands.args import device as _device
 from .measuring.record import NoGpuError
 
@@ -52,7 +63,8 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="sgemm", description=__doc__)
+    parser = _Parser(prog="sgemm", description=__doc__, epilog="Every command exits 130 when interrupted (Ctrl-C), "
+                     "with one line; what was recorded before stays.")
     parser.add_argument("--version", action="version", version=f"sgemm {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -101,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     except MachineFileError as exc:
         print(f"sgemm {args.command}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (the history has ended the asv it started)
+        lead = "\n" if sys.stderr.isatty() else ""  # off the line where the terminal echoed ^C
+        print(f"{lead}sgemm {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # the reader went away (`sgemm list | head`): what it read was all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to say at exit either
         return EXIT_OK

@@ -714,3 +714,333 @@ def test_a_catalogue_is_built_again_only_when_its_text_changes(tmp_path):
     shutil.copytree(KERNEL_DIR, tmp_path / "kernels")
     other_tree = load_catalogue(path, tmp_path / "kernels")  # another tree's kernels are built for it
     assert other_tree["fp32/naive"].kernel_dir == tmp_path / "kernels"
+
+
+# --- The project's catalogue, one bad field at a time ---------------------------------------------------------------
+# Each row breaks one thing of a copy of sgemm/catalogue.toml and reads it as every command does: the message is one
+# line naming the table, the field, the rule and the value found. (Not the kernels' geometry: block_threads,
+# block_tile, shared_memory, tma, cluster and grid are checked against the compiled kernel elsewhere.) That every
+# command reaches this check and says the message in one line with exit 2 is test_bad_input.py's.
+
+CATALOGUE = "repo/sgemm/catalogue.toml"
+
+
+def _table(text: str, where: str) -> tuple[int, int]:
+    """Where a table of the catalogue starts and ends: a kernel by name, "precision NAME", "suite" or "seed FILE"."""
+    kind, _, name = where.partition(" ")
+    heads = {"precision": f'[[precision]]\nname = "{name}"\n', "suite": "\n[suite]\n",
+             "seed": f'[[seed]]\nfile = "{name}'}
+    start = text.index(heads.get(kind, f'[[kernel]]\nname = "{where}"\n'))
+    end = text.find("\n[", start + 2)
+    return start, len(text) if end < 0 else end
+
+
+def edit(*changes: tuple[str, str, str]):
+    """The catalogue with each (table, old, new) change made inside that table; an `old` ending in '...' stands for
+    the rest of its line."""
+    def setup(root: Path) -> None:
+        path = root / CATALOGUE
+        text = path.read_text()
+        for where, old, new in changes:
+            start, end = _table(text, where)
+            table = text[start:end]
+            if old.endswith("..."):
+                line_start = table.index("\n" + old[:-3]) + 1
+                new = new.replace(old, table[line_start:table.index("\n", line_start)])
+                old = table[line_start:table.index("\n", line_start)]
+            assert old in table, f"{old!r} is not in the {where} table: the catalogue changed, update this row"
+            text = text[:start] + table.replace(old, new, 1) + text[end:]
+        path.write_text(text)
+
+    return setup
+
+
+def replace_file(content: str | bytes | None):
+    """The catalogue's file replaced by `content`, by a folder (content "folder") or by nothing (None)."""
+    def setup(root: Path) -> None:
+        path = root / CATALOGUE
+        path.unlink()
+        if content == "folder":
+            path.mkdir()
+        elif content is not None:
+            (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+
+    return setup
+
+
+K, L, P, S, D = "fp32/naive", "fp32/cublas", "precision fp32", "suite", "seed 000"
+ORIGIN = 'seed = "000_d5d34bc6da484ce9.txt", label = "kernel_1"'
+MULTIPLE = "multiple_of = { m = 1, n = 1, k = 1 }"
+SOURCE = 'source = "fp32_naive.cu"'
+SIZES = "sizes = [1000, 1024, 2048, 4096, 8192]"
+
+
+def field(where: str, old: str, new: str):
+    return edit((where, old, new))
+
+
+def added(where: str, after: str, line: str):
+    return edit((where, after, f"{after}\n{line}"))
+
+
+# (what is wrong, the change, what the message says: the entry or table, the field, the rule, the value found)
+CATALOGUE_ERRORS = [
+    # [[kernel]]: names
+    ("name empty", field(K, 'name = "fp32/naive"', 'name = ""'),
+     "[[kernel]] table 4 (counting from 1): name must be a non-empty string, got ''"),
+    ("name a number", field(K, 'name = "fp32/naive"', "name = 5"), "name must be a non-empty string, got 5"),
+    ("name of no precision", field(K, 'name = "fp32/naive"', 'name = "fp64/naive"'),
+     "fp64/naive: a name is '<precision>/<kernel>' with precision one of ('fp32', 'fp16', 'bf16')"),
+    ("name without a kernel", field(K, 'name = "fp32/naive"', 'name = "fp32"'),
+     "fp32: a name is '<precision>/<kernel>'"),
+    ("name of three parts", field(K, 'name = "fp32/naive"', 'name = "fp32/naive/x"'),
+     "fp32/naive/x: a name is '<precision>/<kernel>'"),
+    ("name upper case", field(K, 'name = "fp32/naive"', 'name = "FP32/naive"'), "FP32/naive: a name is"),
+    ("name twice", field(K, 'name = "fp32/naive"', 'name = "fp32/naive_16"'), "fp32/naive_16: listed twice"),
+    ("name missing", field(K, 'name = "fp32/naive"\n', ""), ("[[kernel]] table 4 (counting from 1): missing fields "
+     "['name']")),
+    # technique, library
+    ("technique empty", field(K, "technique = ...", 'technique = ""'),
+     "fp32/naive: technique must be a non-empty string, got ''"),
+    ("technique a number", field(K, "technique = ...", "technique = 3"), "fp32/naive: technique must be a non-empty"),
+    ("technique missing", field(K, "technique = ...", "#"), "fp32/naive: missing fields ['technique']"),
+    ("library empty", field(L, 'library = "cublas"', 'library = ""'),
+     "fp32/cublas: library must be a non-empty string"),
+    ("library a number", field(L, 'library = "cublas"', "library = 1"), "fp32/cublas: library must be a non-empty"),
+    ("library missing", field(L, 'library = "cublas"', "#"), "fp32/cublas: a compiled kernel needs ["),
+    ("library kernel with a source", added(L, 'library = "cublas"', SOURCE), ("fp32/cublas: a library kernel has no "
+     "['source']")),
+    ("library kernel with a pitch", added(L, 'library = "cublas"', "pitch = 8"), "a library kernel has no ['pitch']"),
+    ("library kernel with may_spill", added(L, 'library = "cublas"', "may_spill = true"),
+     "a library kernel has no ['may_spill']"),
+    ("unknown field", added(K, SOURCE, 'colour = "red"'), "fp32/naive: unknown fields ['colour']"),
+    # min_compute_capability
+    ("compute capability a word", field(K, MCC, 'min_compute_capability = "abc"'),
+     "fp32/naive: min_compute_capability must be an integer such as 80 for compute capability 8.0"),
+    ("compute capability 7.0", field(K, MCC, "min_compute_capability = 7.0"), ("min_compute_capability must be an "
+     "integer such as 80 for compute capability 8.0 (major * 10 + minor), got 7.0")),
+    ("compute capability 8", field(K, MCC, "min_compute_capability = 8"), ("min_compute_capability must be an integer "
+     "such as 80 for compute capability 8.0 (major * 10 + minor), got 8")),
+    ("compute capability true", field(K, MCC, "min_compute_capability = true"), "got True"),
+    ("compute capability negative", field(K, MCC, "min_compute_capability = -70"), "got -70"),
+    ("compute capability a list", field(L, MCC, "min_compute_capability = [70]"),
+     ("fp32/cublas: min_compute_capability "
+     "must be an integer")),
+    ("compute capability missing", field(K, MCC, "#"), "fp32/naive: missing fields ['min_compute_capability']"),
+    # origins
+    ("origins a string", field(K, "origins = ...", 'origins = "x"'),
+     "fp32/naive: origins must be a list of { seed = file, label = step } tables, got 'x'"),
+    ("origin without label", field(K, ', label = "kernel_1" }', " }"),
+     "fp32/naive: origins[0] must be a table { seed = file, label = step } (it lacks label)"),
+    ("origin without seed", field(K, ORIGIN, 'label = "kernel_1"'),
+     ("origins[0] must be a table { seed = file, label = "
+     "step } (it lacks seed)")),
+    ("origin seed empty", field(K, ORIGIN, 'seed = "", label = "kernel_1"'),
+     "fp32/naive: origins[0].seed must be a non-empty string, got ''"),
+    ("origin seed a number", field(K, ORIGIN, 'seed = 0, label = "kernel_1"'), "origins[0].seed must be a non-empty"),
+    ("origin label a number", field(K, ORIGIN, 'seed = "000_d5d34bc6da484ce9.txt", label = 1'),
+     "fp32/naive: origins[0].label must be a non-empty string, got 1"),
+    ("origin a number", field(K, "{ " + ORIGIN + " }", "1"), "fp32/naive: origins[0] must be a table"),
+    # renamed_from
+    ("renamed_from a number", added(K, MCC, "renamed_from = 5"), ("fp32/naive: renamed_from must be a kernel name or a "
+     "list of them, got 5")),
+    ("renamed_from itself", added(K, MCC, 'renamed_from = "fp32/naive"'),
+     "fp32/naive: renamed_from 'fp32/naive' must be another 'fp32/<kernel>' name"),
+    ("renamed_from another precision", added(K, MCC, 'renamed_from = "fp16/old"'),
+     "renamed_from 'fp16/old' must be another 'fp32/<kernel>' name"),
+    ("renamed_from a list with a number", added(K, MCC, 'renamed_from = ["fp32/old", 3]'),
+     "renamed_from must be a kernel name or a list of them, got ['fp32/old', 3]"),
+    ("renamed_from a kernel still listed", added(K, MCC, 'renamed_from = "fp32/naive_16"'),
+     "fp32/naive: renamed_from 'fp32/naive_16', which is still listed as a kernel"),
+    ("renamed_from without a kernel", added(K, MCC, 'renamed_from = "old"'), "renamed_from 'old' must be another"),
+    ("renamed_from empty", added(K, MCC, 'renamed_from = ""'), "renamed_from '' must be another 'fp32/<kernel>' name"),
+    ("renamed_from claimed twice", edit((L, MCC, f'{MCC}\nrenamed_from = "fp32/old"'),
+                                        (K, MCC, f'{MCC}\nrenamed_from = "fp32/old"')),
+     "fp32/naive: renamed_from 'fp32/old', which fp32/cublas was renamed from"),
+    # sizes
+    ("sizes empty", added(K, MCC, "sizes = []"),
+     ("fp32/naive: sizes must be a non-empty list of the suite's sizes, got "
+     "[]")),
+    ("sizes not the suite's", added(K, MCC, "sizes = [999]"),
+     "fp32/naive: sizes must be some of the suite's sizes [1000, 1024, 2048, 4096, 8192], got [999]"),
+    ("sizes a string", added(K, MCC, 'sizes = "1024"'), ("sizes must be a non-empty list of the suite's sizes, got "
+     "'1024'")),
+    ("sizes zero", added(K, MCC, "sizes = [0]"), "fp32/naive: sizes[0] must be a positive integer, got 0"),
+    ("sizes a float", added(K, MCC, "sizes = [1024.0]"), "sizes[0] must be a positive integer, got 1024.0"),
+    ("sizes of a library kernel not the suite's", field(L, MCC, f"{MCC}\nsizes = [4096, 512]"),
+     "fp32/cublas: sizes must be some of the suite's sizes"),
+    # source, entry
+    ("source not there", field(K, SOURCE, 'source = "nope.cu"'), ("fp32/naive: source 'nope.cu' is not in "
+     "{repo}/kernels")),
+    ("source empty", field(K, SOURCE, 'source = ""'), "fp32/naive: source must be the name of a file in kernels/"),
+    ("source a number", field(K, SOURCE, "source = 1"), ("source must be the name of a file in kernels/ (no folders), "
+     "got 1")),
+    ("source outside kernels", field(K, SOURCE, 'source = "../asv.conf.json"'),
+     "source must be the name of a file in kernels/ (no folders), got '../asv.conf.json'"),
+    ("source the kernels folder", field(K, SOURCE, 'source = "."'), "source must be the name of a file in kernels/"),
+    ("source missing", field(K, SOURCE, "#"), "fp32/naive: a compiled kernel needs ['source']"),
+    ("entry empty", field(K, "entry = ...", 'entry = ""'), "fp32/naive: entry must be a non-empty string, got ''"),
+    ("entry a number", field(K, "entry = ...", "entry = 3"), "fp32/naive: entry must be a non-empty string, got 3"),
+    ("entry missing", field(K, "entry = ...", "#"), "fp32/naive: a compiled kernel needs ['entry']"),
+    # multiple_of, pitch, may_spill, target
+    ("multiple_of zero", field(K, MULTIPLE, "multiple_of = { m = 0, n = 1, k = 1 }"),
+     "fp32/naive: multiple_of.m must be a positive integer, got 0"),
+    ("multiple_of a word", field(K, MULTIPLE, 'multiple_of = { m = "a", n = 1, k = 1 }'),
+     "fp32/naive: multiple_of.m must be a positive integer, got 'a'"),
+    ("multiple_of negative", field(K, MULTIPLE, "multiple_of = { m = -16, n = 1, k = 1 }"),
+     "multiple_of.m must be a positive integer, got -16"),
+    ("multiple_of without k", field(K, MULTIPLE, "multiple_of = { m = 1, n = 1 }"),
+     "fp32/naive: multiple_of needs exactly m, n and k, each a positive integer (it lacks k)"),
+    ("multiple_of with q", field(K, MULTIPLE, "multiple_of = { m = 1, n = 1, k = 1, q = 2 }"),
+     "multiple_of needs exactly m, n and k, each a positive integer (it also has q)"),
+    ("multiple_of a number", field(K, MULTIPLE, "multiple_of = 16"),
+     "multiple_of needs exactly m, n and k, each a positive integer, got 16"),
+    ("multiple_of true", field(K, MULTIPLE, "multiple_of = { m = true, n = 1, k = 1 }"),
+     "multiple_of.m must be a positive integer, got True"),
+    ("multiple_of a float", field(K, MULTIPLE, "multiple_of = { m = 1, n = 1, k = 1.5 }"),
+     "multiple_of.k must be a positive integer, got 1.5"),
+    ("multiple_of missing", field(K, MULTIPLE, "#"), "fp32/naive: a compiled kernel needs ['multiple_of']"),
+    ("pitch zero", added(K, SOURCE, "pitch = 0"), "fp32/naive: pitch must be a positive integer, got 0"),
+    ("pitch a string", added(K, SOURCE, 'pitch = "8"'), "fp32/naive: pitch must be a positive integer, got '8'"),
+    ("may_spill a string", added(K, SOURCE, 'may_spill = "yes"'), ("fp32/naive: may_spill must be true or false, got "
+     "'yes'")),
+    ("may_spill a number", added(K, SOURCE, "may_spill = 1"), "may_spill must be true or false, got 1"),
+    ("target without sm_", added(K, SOURCE, 'target = "90a"'),
+     "fp32/naive: target names an architecture-specific target such as 'sm_90a', got '90a'"),
+    ("target not architecture-specific", added(K, SOURCE, 'target = "sm_90"'), "got 'sm_90'"),
+    # [[precision]]
+    ("precision name upper case", field(P, 'name = "fp32"', 'name = "FP32"'),
+     "precision FP32: name must be lower-case letters and digits, got 'FP32'"),
+    ("precision name empty", field(P, 'name = "fp32"', 'name = ""'),
+     "[[precision]] table 1 (counting from 1): name must be lower-case letters and digits, got ''"),
+    ("precision input fp64", field(P, 'input = "fp32"', 'input = "fp64"'),
+     "precision fp32: input must be one of ('fp32', 'fp16', 'bf16'), got 'fp64'"),
+    ("precision accumulate bf16", field(P, 'accumulate = "fp32"', 'accumulate = "bf16"'),
+     "precision fp32: accumulate must be one of ('fp32', 'fp16'), got 'bf16'"),
+    ("precision output a number", field(P, 'output = "fp32"', "output = 32"), "precision fp32: output must be one of"),
+    ("precision baseline a compiled kernel", field(P, 'baseline = "fp32/cublas"', 'baseline = "fp32/naive"'),
+     "precision 'fp32' names 'fp32/naive' as its baseline, which is not a library kernel of that precision"),
+    ("precision baseline not there", field(P, 'baseline = "fp32/cublas"', 'baseline = "fp32/nothere"'),
+     "precision 'fp32' names 'fp32/nothere' as its baseline"),
+    ("precision baseline of another precision", field(P, 'baseline = "fp32/cublas"', 'baseline = "fp16/cublas"'),
+     "precision 'fp32' names 'fp16/cublas' as its baseline, which is not a library kernel of that precision"),
+    ("precision baseline empty", field(P, 'baseline = "fp32/cublas"', 'baseline = ""'),
+     "precision fp32: baseline must be a non-empty string"),
+    ("precision tolerance zero", field(P, "tolerance = 1e-5", "tolerance = 0.0"),
+     "precision fp32: tolerance must be a relative error between 0 and 1, such as 1e-4, got 0.0"),
+    ("precision tolerance a whole number", field(P, "tolerance = 1e-5", "tolerance = 1"), "such as 1e-4, got 1"),
+    ("precision tolerance above one", field(P, "tolerance = 1e-5", "tolerance = 2.0"), "such as 1e-4, got 2.0"),
+    ("precision tolerance a word", field(P, "tolerance = 1e-5", 'tolerance = "small"'), "such as 1e-4, got 'small'"),
+    ("precision tolerance missing", field(P, "tolerance = 1e-5\n", ""), "precision fp32: missing fields ['tolerance']"),
+    ("precision rate of a word", field(P, "70 = 128, ", "sm70 = 128, "),
+     "precision fp32: flop_per_sm_per_clock maps compute capabilities (e.g. 90) to whole rates"),
+    ("precision rate zero", field(P, "70 = 128, ", "70 = 0, "),
+     "precision fp32: flop_per_sm_per_clock.70 must be a positive integer, got 0"),
+    ("precision rate a float", field(P, "70 = 128, ", "70 = 1.5, "), ("flop_per_sm_per_clock.70 must be a positive "
+     "integer, got 1.5")),
+    ("precision rates a list", field(P, "flop_per_sm_per_clock = ...", "flop_per_sm_per_clock = [1]"),
+     "precision fp32: flop_per_sm_per_clock maps compute capabilities"),
+    ("precision unknown field", added(P, "tolerance = 1e-5", 'colour = "red"'), ("precision fp32: unknown fields "
+     "['colour']")),
+    ("precision twice", field("precision fp16", 'name = "fp16"', 'name = "fp32"'), "precision fp32: listed twice"),
+    ("precision with no kernels", added("precision bf16", "flop_per_sm_per_clock = ...",
+                                        '\n[[precision]]\nname = "fp8"\ninput = "fp16"\naccumulate = "fp16"\n'
+                                        'output = "fp16"\nbaseline = "fp8/cublas"\ntolerance = 1e-2\n'
+                                        "flop_per_sm_per_clock = {}"),
+     "precision 'fp8' has no kernels in the catalogue"),
+    # [suite]
+    ("suite sizes empty", field(S, SIZES, "sizes = []"),
+     "the [suite] table of {repo}/sgemm/catalogue.toml: sizes must be a non-empty list of square sizes, got []"),
+    ("suite sizes zero", field(S, SIZES, "sizes = [0, 1024]"), "sizes[0] must be a positive integer, got 0"),
+    ("suite sizes a string", field(S, SIZES, 'sizes = "1024"'), "sizes must be a non-empty list of square sizes"),
+    ("suite sizes missing", field(S, "\n" + SIZES + "\n", "\n"),
+     "the [suite] table of {repo}/sgemm/catalogue.toml: missing fields ['sizes']"),
+    ("suite kernel_sizes not its sizes", field(S, "kernel_sizes = ...", "kernel_sizes = [999]"),
+     "kernel_sizes must be some of its sizes [1000, 1024, 2048, 4096, 8192], got [999]"),
+    ("suite kernel_sizes empty", field(S, "kernel_sizes = ...", "kernel_sizes = []"),
+     "kernel_sizes must be a non-empty list of square sizes, got []"),
+    ("suite sweep shape of two", field(S, 'sweep_shapes = ["256x1024x1024"', 'sweep_shapes = ["1024x1024"'),
+     "sweep_shapes[0] must be 'MxNxK' with M, N and K at least 1, got '1024x1024'"),
+    ("suite sweep shape of zero", field(S, 'sweep_shapes = ["256x1024x1024"', 'sweep_shapes = ["0x1024x1024"'),
+     "got '0x1024x1024'"),
+    ("suite sweep kernel a number", field(S, 'sweep_kernels = ["fp32/cublas"', "sweep_kernels = [1"),
+     "sweep_kernels[0] must be a non-empty string, got 1"),
+    ("suite architectures a string", field(S, "architectures = ...", 'architectures = "sm_90"'),
+     "architectures must be a list of architectures such as 'sm_90', got 'sm_90'"),
+    ("suite architecture empty", field(S, "architectures = ...", 'architectures = [""]'),
+     "architectures[0] must be a non-empty string, got ''"),
+    ("suite reference short", field(S, "reference = ...", 'reference = "c267dd0"'),
+     "reference must be a full commit hash (40 hex digits), got 'c267dd0'"),
+    ("suite reference a name", field(S, "reference = ...", 'reference = "HEAD"'), "got 'HEAD'"),
+    ("suite table missing", field(S, "[suite]", "[suite_of_old]"), "{repo}/sgemm/catalogue.toml has no [suite] table"),
+    ("suite header broken", field(S, "[suite]", "[suite"),
+     "cannot read {repo}/sgemm/catalogue.toml: not valid TOML at line"),
+    # the file
+    ("string never closed", field(K, "technique = ...", 'technique = "one thread'),
+     "cannot read {repo}/sgemm/catalogue.toml: not valid TOML at line"),
+    ("key twice", added(K, MCC, "min_compute_capability = 80"), "not valid TOML at line"),
+    ("empty", replace_file(""), "{repo}/sgemm/catalogue.toml has no [suite] table"),
+    ("not UTF-8", replace_file(b"\xff\xfe[suite]\n"), "cannot read {repo}/sgemm/catalogue.toml: not UTF-8 text"),
+]
+# [[seed]]: read by what reports on the seeds (list, report), not by the gate or the history
+SEED_ERRORS = [
+    ("seed sizes empty", field(D, "sizes = [4096]", "sizes = []"),
+     "[[seed]] 000_d5d34bc6da484ce9.txt: sizes must be a non-empty list of square sizes, got []"),
+    ("seed sizes missing", field(D, "sizes = [4096]\n", ""), ("[[seed]] 000_d5d34bc6da484ce9.txt: missing fields "
+     "['sizes']")),
+    ("seed sizes a word", field(D, "sizes = [4096]", 'sizes = ["big"]'), ("sizes[0] must be a positive integer, got "
+     "'big'")),
+    ("seed title missing", field(D, "title = ...", "#"), "[[seed]] 000_d5d34bc6da484ce9.txt: missing fields ['title']"),
+    ("seed title a number", field(D, "title = ...", "title = 0"), "title must be a non-empty string, got 0"),
+    ("seed file empty", field(D, 'file = "000_d5d34bc6da484ce9.txt"', 'file = ""'),
+     "[[seed]] table 1 (counting from 1): file must be a non-empty string, got ''"),
+    ("seed name a number", added(D, "sizes = [4096]", "name = 4"), "name must be a non-empty string, got 4"),
+]
+
+
+def says(line: str, message: str) -> bool:
+    """Whether `line` holds each piece of `message` (pieces apart: " … "), in that order."""
+    at = 0
+    for piece in message.split(" … "):
+        at = line.find(piece, at)
+        if at < 0:
+            return False
+        at += len(piece)
+    return True
+
+
+def _broken_copy(root: Path, setup) -> Path:
+    """root/repo: the project's catalogue and kernels, with `setup` (a row's change) made to the catalogue."""
+    repo = root / "repo"
+    (repo / "sgemm").mkdir(parents=True)
+    shutil.copy(catalogue.CATALOGUE_PATH, repo / "sgemm" / "catalogue.toml")
+    shutil.copytree(KERNEL_DIR, repo / "kernels")
+    setup(root)
+    return repo
+
+
+def _message(reader) -> str:
+    try:
+        reader()
+    except CatalogueError as exc:  # anything else propagates: a traceback is what these rows exist to prevent
+        return exc.args[0]
+    pytest.fail("the catalogue was accepted")
+
+
+FILE_ERRORS = [("catalogue missing", replace_file(None), "cannot read {repo}/sgemm/catalogue.toml"),
+               ("catalogue a folder", replace_file("folder"), "cannot read {repo}/sgemm/catalogue.toml")]
+
+
+@pytest.mark.parametrize("setup, message", [row[1:] for row in CATALOGUE_ERRORS + FILE_ERRORS],
+                         ids=[row[0] for row in CATALOGUE_ERRORS + FILE_ERRORS])
+def test_a_broken_catalogue_is_refused_in_one_line_naming_what_is_wrong(tmp_path: Path, setup, message):
+    repo = _broken_copy(tmp_path, setup)
+    said = _message(lambda: load_catalogue(repo / "sgemm" / "catalogue.toml", repo / "kernels"))
+    assert "\n" not in said and says(said, message.replace("{repo}", str(repo))), said
+
+
+@pytest.mark.parametrize("setup, message", [row[1:] for row in SEED_ERRORS], ids=[row[0] for row in SEED_ERRORS])
+def test_a_broken_seed_table_is_refused_in_one_line_by_what_reads_the_seeds(tmp_path: Path, setup, message):
+    repo = _broken_copy(tmp_path, setup)
+    said = _message(lambda: catalogue.seeds(repo / "sgemm" / "catalogue.toml"))
+    assert "\n" not in said and says(said, message.replace("{repo}", str(repo))), said

@@ -10,7 +10,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "sgemm"
 # From the ground up; a room is a folder of the package, or a module at its top.
 FLOORS = [
-    {"catalogue", "kernel_table", "git", "atomic", "gpu", "peak", "figures", "style", "sourcetree"},
+    {"catalogue", "kernel_table", "git", "atomic", "writable", "words", "gpu", "peak", "figures", "style",
+     "sourcetree"},
     {"measuring"},
     {"results"},
     {"rounds"},

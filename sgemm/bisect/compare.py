@@ -26,9 +26,8 @@ from enum import Enum
 from pathlib import Path
 
 from ..catalogue import Kernel
-from ..measuring.record import NoGpuError
 from ..results.asvsuite import SuiteCase
-from ..results.machine import detect_identity
+from ..results.machine import required_identity
 from ..rounds.evidence import MIN_ROUNDS, PairedRounds, paired_effect, spend
 from ..rounds.pairs import Pair
 from ..rounds.session import IDLE_TIMEOUT_S, ROUND_SETTINGS, GpuNotFree, PairedSession, PairingError, wait_for_gpu
@@ -208,9 +207,7 @@ class PairedBuilds:
     def on_this_gpu(cls, repo: Path, good: str, kernel: Kernel, size: int, device: int = 0) -> PairedBuilds:
         """Rounds on this box's GPU, which must be there and able to run the kernel (NoGpuError, Stopped); each
         round waits for the GPU to be the measuring's alone, as the gate's do."""
-        identity = detect_identity(device)
-        if identity is None:
-            raise NoGpuError("no GPU found through NVML: nothing can be measured here")
+        identity = required_identity(device, "nothing can be measured here")
         if problem := kernel.gpu_problem(identity.compute_capability):
             raise Stopped(problem)
         return cls(repo, good, kernel.name, size, device, lambda: wait_for_gpu(device, IDLE_TIMEOUT_S))

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from ..atomic import write_atomically
 from ..catalogue import Kernel
-from ..measuring.record import NoGpuError
 from ..results import confirmations, resultstree
-from ..results.machine import check_machine_name, detect_identity, machine_name
+from ..results.machine import check_machine_name, machine_name, required_identity
 from ..rounds.session import PAIRED_THRESHOLD
+from ..words import counted
 from .commits import Chain, RangeError, check_ends, first_parent_chain
 from .compare import CompareSchedule, PairedBuilds, Unmeasurable
 from .confirm import already_decided, confirm
@@ -87,10 +87,7 @@ def _checked(repo: Path, target: Target) -> tuple[Target, Kernel]:
 
 
 def _machine_here(device: int) -> str:
-    identity = detect_identity(device)
-    if identity is None:
-        raise NoGpuError("no GPU found through NVML to name this machine after: give --machine")
-    return machine_name(identity)
+    return machine_name(required_identity(device, "give --machine to name this machine"))
 
 
 def _machine(given: str | None, target: Target | None, device: int) -> str:
@@ -154,14 +151,16 @@ def bisect(request: BisectRequest, make_source: SourceMaker | None = None) -> tu
     if isinstance(chosen, str):
         return chosen, Path()
     state = State.open(chosen.state, query_of(chosen.target, request.limits))  # BisectError: refused, left alone
+    # The GPU before a word of the search: without one (NoGpuError) the command says so alone.
+    source = (make_source or PairedBuilds.on_this_gpu)(request.repo, chosen.target.good, chosen.kernel,
+                                                       chosen.target.size, request.device)
 
     def say(text: str) -> None:
         print(f"sgemm bisect: {text}", file=sys.stderr)
 
-    say(f"{chosen.target.label}: {len(chosen.chain.commits)} commits after the good end {chosen.target.good[:12]} "
-        f"up to the bad end {chosen.target.bad[:12]} (first-parent line); state in {chosen.state}")
-    source = (make_source or PairedBuilds.on_this_gpu)(request.repo, chosen.target.good, chosen.kernel,
-                                                       chosen.target.size, request.device)
+    say(f"{chosen.target.label}: {counted(len(chosen.chain.commits), 'commit')} after the good end "
+        f"{chosen.target.good[:12]} up to the bad end {chosen.target.bad[:12]} (first-parent line); state in "
+        f"{chosen.state}")
     try:
         result = run_bisect(chosen.target, chosen.chain, source, state, request.limits, say)
     finally:
@@ -238,7 +237,7 @@ def confirm_all(request: ConfirmRequest, make_source: SourceMaker | None = None,
         else:
             to_measure.append((target, kernel))
     if not to_measure:
-        say(f"nothing to measure ({len(targets)} candidates of {machine})")
+        say(f"nothing to measure ({counted(len(targets), 'candidate')} of {machine})")
         return outcome
     started = time.monotonic()
 

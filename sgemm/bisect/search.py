@@ -37,6 +37,7 @@ from typing import Protocol
 from ..atomic import write_atomically
 from ..results.resultstree import FOUND, NO_STEP, UNKNOWN
 from ..rounds.session import PAIRED_THRESHOLD
+from ..words import counted
 from .commits import Chain
 from .compare import Answer, CommitComparison, CompareSchedule, Region, Round, Stopped, Unmeasurable, compare
 from .targets import Target
@@ -219,9 +220,10 @@ def run_bisect(target: Target, chain: Chain, source: RoundSource, state: State, 
     commits, total = chain.commits, len(chain.commits)
     if state.resumed:
         decided = [s for s in state.steps if s.decided(limits.schedule.max_rounds)]
-        say(f"resuming from {state.path}: {len(decided)} commits already decided, not timed again")
+        say(f"resuming from {state.path}: {counted(len(decided), 'commit')} already decided, not timed again")
     if chain.merges:
-        say(f"the range holds {len(chain.merges)} merge commits ({', '.join(c[:12] for c in chain.merges)}): "
+        say(f"the range holds {counted(len(chain.merges), 'merge commit')} "
+            f"({', '.join(c[:12] for c in chain.merges)}): "
             "searching the first-parent line, each merge standing for what it merged")
     verdict, why, first_bad, remaining = UNKNOWN, "", None, list(commits)
     step_outcome: BisectStep | None = None
@@ -289,12 +291,12 @@ def _bisect(search: _Search, bad_end: BisectStep, say: Callable[[str], None]) ->
                 f"{commits[high][:12]} is bad"
             return UNKNOWN, why, None, remaining
         if not search.time_left():
-            return UNKNOWN, f"the time allowed ran out with {len(remaining)} commits left", None, remaining
+            return UNKNOWN, f"the time allowed ran out with {counted(len(remaining), 'commit')} left", None, remaining
         middle = (low + high) / 2
         chosen = min(open_positions, key=lambda p: (abs(p - middle), p))
         step = search.measure(commits[chosen], CANDIDATE, region)
         if step is None:
-            return UNKNOWN, f"the builds allowed ran out with {len(remaining)} commits left", None, remaining
+            return UNKNOWN, f"the builds allowed ran out with {counted(len(remaining), 'commit')} left", None, remaining
         say(_describe(step, total))
         if not step.decided(max_rounds):
-            return UNKNOWN, f"the time allowed ran out with {len(remaining)} commits left", None, remaining
+            return UNKNOWN, f"the time allowed ran out with {counted(len(remaining), 'commit')} left", None, remaining

@@ -7,6 +7,8 @@ from pathlib import Path
 
 # Exit statuses of every command but the gate (which has its own, in sgemm.gate.run).
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+# Every command's, the gate's too, when Ctrl-C stops it: 128 + SIGINT, as a shell reports a process SIGINT ended.
+EXIT_INTERRUPTED = 130
 
 
 def print_table(header: list[str], rows: list[list[str]], width: int | None = None) -> None:
@@ -24,12 +26,17 @@ def print_table(header: list[str], rows: list[list[str]], width: int | None = No
 
 
 def writable_file_problem(option: str, text: str) -> str | None:
-    """Why a file asked for with `option` cannot be written, found before the work that would fill it."""
+    """Why a file asked for with `option` cannot be written, found before the work that would fill it: by trying
+    (sgemm.writable), since a read-only mount or /proc passes every look at the folder."""
+    from ..writable import file_problem
+
     path = Path(text).expanduser()
     if path.is_dir():
         return f"{option} {text} is a directory: name a file"
     if not path.resolve().parent.is_dir():
         return f"{option} {text}: the folder {path.resolve().parent} does not exist"
+    if problem := file_problem(path.resolve()):
+        return f"{option} {text}: {problem}"
     return None
 
 

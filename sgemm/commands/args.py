@@ -22,9 +22,17 @@ def parse_shape(text: str) -> tuple[int, int, int]:
 
 def path(text: str) -> str:
     """A file or folder as given, with a leading ~ expanded as the shell would have (a quoted '~', or one after '=',
-    reaches here as it is); an empty word, which would stand for the current directory, is refused."""
+    reaches here as it is); an empty word, which would stand for the current directory, is refused, and so is one
+    holding bytes that are not UTF-8 (Python hands them on as lone surrogates), which asv, keeping its paths in
+    UTF-8 files, fails on late and elsewhere."""
     if not text.strip():
         raise argparse.ArgumentTypeError(f"expected a path, got {text!r} (an unset variable?)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise argparse.ArgumentTypeError(f"'{shown}' is not valid UTF-8: asv keeps every path in UTF-8 files and "
+                                         "cannot take this one; rename it") from None
     return os.path.expanduser(text)
 
 

@@ -10,10 +10,14 @@ from pathlib import Path
 from ..bisect.compare import DEFAULT_CONFIDENCE, DEFAULT_MAX_ROUNDS, CompareSchedule, Stopped
 from ..bisect.requests import Ask, BisectRequest, ConfirmRequest, InputError, bisect, confirm_all
 from ..bisect.search import BisectError, Limits
+from ..measuring.record import NoGpuError
 from ..rounds.evidence import MIN_ROUNDS
 from ..rounds.session import PAIRED_THRESHOLD
 from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from . import args as types
+
+# 2, as for bad input: bisect's 1 is "not found", and a search that could not run found nothing either way.
+EXIT_NO_ANSWER = EXIT_BAD_INPUT
 
 
 def _confidence(text: str) -> float:
@@ -54,7 +58,8 @@ def _ends(command) -> None:
 def add_bisect(add) -> None:
     command = add("bisect", cmd_bisect, "find the first commit at which a case got slower: each commit between the "
                   "good and the bad one timed paired against the good one in one process, round by round; exit 0 "
-                  "found, 1 not found (UNKNOWN or NO STEP), 2 bad input or stopped", kernels=False)
+                  "found, 1 not found (UNKNOWN or NO STEP), 2 no answer: bad input, stopped, or no GPU to measure "
+                  "on here", kernels=False)
     _ends(command)
     command.add_argument("--notice", help="bisect this notice of --notices (its machine, first case, last good and "
                          "first bad commit, or its range); CASE and --size pick another of its cases")
@@ -70,7 +75,8 @@ def add_bisect(add) -> None:
 def add_confirm(add) -> None:
     command = add("confirm", cmd_confirm, "time a step's two sides paired in one process, round by round, and append "
                   "the verdict (DIFFERENT, SAME or UNKNOWN) to RESULTS/MACHINE/confirmations.json: every candidate "
-                  "notice of this machine in --notices, or CASE between --good and --bad", kernels=False)
+                  "notice of this machine in --notices, or CASE between --good and --bad; exit 0 each recorded, 1 "
+                  "some not (each said), 2 none: bad input, stopped, or no GPU to measure on here", kernels=False)
     _ends(command)
     command.add_argument("--notices", help="the notices file (notices.json): confirm its candidates of this machine")
 
@@ -90,9 +96,9 @@ def cmd_bisect(args) -> int:
                             Path(args.state) if args.state else None, limits, args.device, args.skip_other_machine)
     try:
         result, path = bisect(request)
-    except (InputError, BisectError, Stopped) as exc:
+    except (InputError, BisectError, Stopped, NoGpuError) as exc:  # no answer, which 1 (not found) must not read as
         print(f"sgemm bisect: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return EXIT_NO_ANSWER
     if isinstance(result, str):
         print(f"sgemm bisect: {result}", file=sys.stderr)
         return EXIT_OK
@@ -113,9 +119,9 @@ def cmd_confirm(args) -> int:
                              _schedule(args), args.budget_s, args.device)
     try:
         outcome = confirm_all(request)
-    except (InputError, BisectError, Stopped) as exc:
+    except (InputError, BisectError, Stopped, NoGpuError) as exc:
         print(f"sgemm confirm: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return EXIT_NO_ANSWER
     for made in outcome.written:
         print(f"{made['case']} at {made['size']} {made['good'][:12]}..{made['bad'][:12]}: {made['verdict']}, ratio "
               f"{made['ratio']:.4f} ({made['interval'][0]:.4f}–{made['interval'][1]:.4f})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .. import catalogue
 from ..measuring.record import NoGpuError, device_info
 from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, made_from_results
 from . import args as types
@@ -26,7 +27,7 @@ def add_history(add) -> None:
     history.add_argument("--repo", type=types.path, default=".", help="the repository (default: the current directory)")
     history.add_argument("--machine", type=types.machine_name, help="asv machine name (default: from the GPU model)")
     history.add_argument("--npm-cache", type=types.path,
-                         help="folder of the site libraries' npm tarballs (needed offline)")
+                         help="existing folder of the site libraries' npm tarballs (needed offline)")
     history.add_argument("--work", type=types.path,
                          help="asv's environments and each GPU's shard (default: REPO/.asv/history)")
     history.add_argument("--no-site", action="store_true", help="measure only (the site is built elsewhere, e.g. "
@@ -35,9 +36,22 @@ def add_history(add) -> None:
 
 
 def cmd_history(args) -> int:
-    from ..history.run import HistoryError, box_shards, check_catalogue, check_places, plan, run, run_sharded, summary
+    from ..history.run import (
+        HistoryError,
+        box_shards,
+        check_catalogue,
+        check_places,
+        check_results,
+        plan,
+        run,
+        run_sharded,
+        summary,
+    )
+    from ..results.confirmations import ConfirmationsError
     from ..results.machine import detect_identity, machine_entry, machine_name, write_machine_file
     from ..site.publish import PublishError, check_site_places
+    from ..watch.page import WatchPages
+    from ..watch.series import WatchError
 
     repo = Path(args.repo).resolve()
     if not (repo / "asv.conf.json").is_file():
@@ -47,10 +61,12 @@ def cmd_history(args) -> int:
     # The places and the catalogue first: none of them needs the GPU, and the site's is checked before the measuring.
     try:
         check_places(repo, results, work)
+        check_results(results)
         check_catalogue(repo)
-        if not args.no_site:
-            check_site_places(repo, results, Path(args.html), args.npm_cache)
-    except (HistoryError, PublishError) as exc:
+        if not args.no_site:  # the watch reads every file of the tree now as it will after the measuring
+            check_site_places(repo, results, Path(args.html), args.npm_cache,
+                              [WatchPages(results, repo, catalogue.load_catalogue(), [])])
+    except (HistoryError, PublishError, WatchError, ConfirmationsError) as exc:
         print(f"sgemm history: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:

@@ -10,6 +10,7 @@ from .. import catalogue
 from ..gpu import Gpu
 from ..measuring.record import device_info
 from ..results.machine import live_gpu, with_nvml
+from ..words import counted
 from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, command_line, made_from_results
 from . import args as types
 
@@ -53,7 +54,7 @@ def add_publish(add) -> None:
     publish.add_argument("--size", type=types.size, help="square size of the cross-GPU page (default: the size "
                          "every GPU measured that shows the most kernels)")
     publish.add_argument("--npm-cache", type=types.path,
-                         help="folder of the libraries' npm tarballs: read when it holds them, "
+                         help="existing folder of the libraries' npm tarballs: read when it holds them, "
                          "filled when the registry is reachable (needed offline)")
     publish.add_argument("--commit-url", help="where a commit is shown, as a prefix its hash is added to (e.g. "
                          "https://github.com/OWNER/REPO/commit/): the regressions' notices link to it")
@@ -67,14 +68,14 @@ def cmd_merge(args) -> int:
     except MergeError as exc:
         print(f"sgemm merge: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(f"merged into {args.into}: {len(plan.copies)} files copied, {len(plan.unchanged)} already there; "
+    print(f"merged into {args.into}: {counted(len(plan.copies), 'file')} copied, {len(plan.unchanged)} already there; "
           f"machines: {', '.join(plan.machines) or 'none new'}")
     if plan.superseded:
         benchmarks = sorted({name for _, name in plan.superseded})
         files = sorted({str(path) for path, _ in plan.superseded})
-        print(f"sgemm merge: warning: {len(files)} run files hold results of an older version of {len(benchmarks)} "
-              f"benchmarks (e.g. {benchmarks[0]} in {files[0]}); they stay in the tree, and asv publish shows the "
-              "newer version's", file=sys.stderr)
+        print(f"sgemm merge: warning: an older version of {counted(len(benchmarks), 'benchmark')} was measured in "
+              f"{counted(len(files), 'run file')} (e.g. {benchmarks[0]} in {files[0]}); they stay in the tree, and "
+              "asv publish shows the newer version's", file=sys.stderr)
     return EXIT_OK
 
 
@@ -119,12 +120,13 @@ def publish(repo: Path, results: Path, html: Path, header: list[str], size: int 
     if site.resources:
         print(f"resource page: {site.html_dir / RESOURCE_DIR / 'index.html'}")
     if site.left_out:
-        print(f"{command}: left out of the site, with no figure in the results: {len(site.left_out)} "
-              f"benchmarks ({', '.join(sorted({name.split('.')[0] for name in site.left_out}))})", file=sys.stderr)
-    print(f"site: {site.html_dir} ({len(site.vendored)} library tags now load vendored files; serve it over HTTP, "
-          f"e.g. `asv preview` or `python -m http.server -d {shlex.quote(str(site.html_dir))}`)")
+        print(f"{command}: left out of the site, with no figure in the results: "
+              f"{counted(len(site.left_out), 'benchmark')} "
+              f"({', '.join(sorted({name.split('.')[0] for name in site.left_out}))})", file=sys.stderr)
+    print(f"site: {site.html_dir} (vendored files now loaded by {counted(len(site.vendored), 'library tag')}; serve "
+          f"it over HTTP, e.g. `asv preview` or `python -m http.server -d {shlex.quote(str(site.html_dir))}`)")
     if site.kept:
-        print(f"kept {len(site.kept)} entries the tool did not make: {', '.join(site.kept)}")
+        print(f"kept {counted(len(site.kept), 'entry', 'entries')} the tool did not make: {', '.join(site.kept)}")
     for machine, report in sorted(watched.reports.items()):
         states = [notice["state"] for notice in report.notices]
         counts = ", ".join(f"{states.count(state)} {state}" for state in dict.fromkeys(states)) or "no steps"

@@ -36,6 +36,7 @@ def input_problem(repo_text: str, kernels_asked: list[str], sizes: list[int] | N
     from fnmatch import fnmatchcase
 
     from .. import catalogue
+    from ..writable import folder_problem
 
     repo = Path(repo_text).resolve()
     path = repo / "sgemm" / "catalogue.toml"
@@ -63,7 +64,42 @@ def input_problem(repo_text: str, kernels_asked: list[str], sizes: list[int] | N
         return f"--work {work}: not a directory"
     if work and Path(work).resolve().is_relative_to(repo / ".git"):
         return f"--work {work} lies inside the repository's .git: put it elsewhere"
-    return None
+    if work and (problem := folder_problem(Path(work).resolve())):
+        return f"--work {work}: {problem}"
+    return uncommitted_problem(repo)
+
+
+# What the gate's measurement reads from the working tree or from the commits: the kernels, the package (the
+# catalogue and the measuring code), the asv suite and how asv builds it. An edit elsewhere (documentation) changes
+# nothing the gate measures.
+MEASURED_PATHS = ("kernels", "sgemm", "benchmarks", "asv.conf.json", "pyproject.toml")
+NAMED_AT_MOST = 3
+
+
+def uncommitted_problem(repo: Path) -> str | None:
+    """The gate compares two commits as committed, so an edit not committed is in neither, and a developer gating it
+    would be told about commits that do not hold it: what the working tree holds uncommitted of MEASURED_PATHS, said
+    as a refusal; None for a clean tree (or no git repository, which resolving the commits then says)."""
+    import subprocess
+
+    # --no-optional-locks: a look that leaves the index as it was (`git status` otherwise refreshes it).
+    done = subprocess.run(["git", "--no-optional-locks", "-C", str(repo), "status", "--porcelain", "-z",
+                           "--untracked-files=all", "--", *MEASURED_PATHS], capture_output=True, text=True)
+    if done.returncode != 0:
+        return None
+    # Each entry is "XY path"; a rename's or copy's entry is followed by its old path, another NUL-ended field.
+    fields, changed = done.stdout.split("\0"), []
+    while fields and fields[0]:
+        entry = fields.pop(0)
+        changed.append(entry[3:])
+        if entry[0] in "RC":
+            fields.pop(0)
+    if not changed:
+        return None
+    named = ", ".join(changed[:NAMED_AT_MOST]) + (f" and {len(changed) - NAMED_AT_MOST} more"
+                                                 if len(changed) > NAMED_AT_MOST else "")
+    return (f"uncommitted changes to what the gate measures ({named}): the gate measures the two commits as "
+            "committed, and these are in neither; commit them and gate that commit, or stash them")
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,16 @@ compile writes how far it is to a file of its own (sgemm.measuring.resources.PRO
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import selectors
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -31,6 +34,7 @@ STEP_PERCENT = 10  # off a terminal: a line each time the run passes another STE
 QUIET_S = 60  # and a line when asv said nothing for this long (a compile of every kernel says nothing for a minute)
 REDRAW_S = 0.5  # on a terminal, the line is rewritten at most this often
 POLL_S = 2.0  # how often the compile's progress file is read while asv is silent
+END_GRACE_S = 10.0  # after Ctrl-C, how long asv is given to end at each signal before a stronger one
 COMPILE_LINE_S = 15  # off a terminal, a line for the compile's progress at most this often (a line a batch, where
 # batches take longer: a few on a 2-core box, one on a box with many cores)
 
@@ -111,6 +115,35 @@ class _Tail:
         return whole.decode(errors="replace").splitlines()
 
 
+def end_group(process: subprocess.Popen, grace_s: float = END_GRACE_S) -> None:
+    """End `process`, started as the leader of a process group of its own, and every process of that group: SIGINT
+    first, as Ctrl-C would have sent it (asv then stops its benchmark processes itself), then SIGTERM, then SIGKILL,
+    each given `grace_s` to work."""
+    for signal_number in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, signal_number)
+        except ProcessLookupError:  # the group is gone
+            return
+        try:
+            process.wait(timeout=grace_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@contextlib.contextmanager
+def _ended_on_interrupt(process: subprocess.Popen, terminal: TextIO | None) -> Iterator[None]:
+    """On Ctrl-C inside, `process`'s group is ended (end_group) and the line rewritten in place on `terminal` is
+    closed before the interrupt goes on."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        end_group(process)
+        if terminal:
+            terminal.write("\n")
+        raise
+
+
 def follow_asv(command: list[str], log_path: Path, out: TextIO = sys.stderr, cwd: Path | None = None,
                env: dict | None = None, now=time.monotonic,
                compile_progress: Path | None = None) -> tuple[int, RunState]:
@@ -123,8 +156,11 @@ def follow_asv(command: list[str], log_path: Path, out: TextIO = sys.stderr, cwd
     shown_step, shown_commit = -1, 0
     compile_lines = _Tail(compile_progress)
     print(f"asv: its full output goes to {log_path}", file=out)
+    # asv runs in a process group of its own: Ctrl-C reaches this process alone, which ends asv's group once (a
+    # second SIGINT would cut asv's own cleanup short), and a SIGINT sent to this process alone ends asv too.
     with open(log_path, "w") as log, subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                                      stderr=subprocess.STDOUT) as process:
+                                                      stderr=subprocess.STDOUT, process_group=0) as process, \
+            _ended_on_interrupt(process, out if live else None):
         watch = selectors.DefaultSelector()
         watch.register(process.stdout, selectors.EVENT_READ)
         pending, ended = b"", False

@@ -37,10 +37,12 @@ from ..atomic import write_atomically
 from ..git import GitError, git
 from ..measuring.record import CASES_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
 from ..measuring.resources import PROGRESS_VARIABLE
-from ..results import asvsuite
+from ..results import asvsuite, resultstree
 from ..results.asvconf import write_asv_config
+from ..words import counted
+from ..writable import folder_problem
 from . import recorded
-from .progress import RunState, follow_asv
+from .progress import RunState, end_group, follow_asv
 from .shards import Shard, ShardError, assign, identical_gpus, recorded_costs, write_joined
 
 DEFAULT_FIRST = 1
@@ -112,15 +114,24 @@ def check_places(repo: Path, results_dir: Path, work_dir: Path) -> None:
     for option, path in places:
         if path.exists() and not path.is_dir():
             raise HistoryError(f"{option} {path}: not a directory")
-        existing = next(p for p in (path, *path.parents) if p.exists())
-        if not os.access(existing, os.W_OK | os.X_OK):
-            raise HistoryError(f"{option} {path}: {existing} cannot be written here")
+        if problem := folder_problem(path):
+            raise HistoryError(f"{option} {path}: {problem}")
         if path.is_relative_to(repo / ".git"):
             raise HistoryError(f"{option} {path} lies inside the repository's .git: put it elsewhere")
     if results_dir == work_dir or results_dir.is_relative_to(work_dir) or work_dir.is_relative_to(results_dir):
         raise HistoryError(f"--work {work_dir} and --results {results_dir} overlap: asv's environments (hundreds of "
                            "megabytes) would be filed among the results, or the results among them; give each a "
                            "folder of its own")
+
+
+def check_results(results_dir: Path) -> None:
+    """HistoryError naming a run file of the results tree that asv cannot read (cut short, not UTF-8): the run would
+    leave it out and measure its commit again, and the publish after it refuses the tree."""
+    for machine in resultstree.machines(results_dir) if results_dir.is_dir() else []:
+        try:
+            asvsuite.runs(results_dir, machine, strict=True)
+        except ValueError as exc:
+            raise HistoryError(f"{exc}; move it aside or restore it, nothing was measured") from exc
 
 
 def check_catalogue(repo: Path) -> None:
@@ -139,7 +150,10 @@ def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int | No
     if first is not None and first < 1:
         raise HistoryError(f"--first must be at least 1, got {first}")
     check_catalogue(repo)
-    found = asvsuite.runs(results_dir, machine) if (results_dir / machine).is_dir() else []
+    try:  # every run, or the one left out would be measured again as if it were missing
+        found = asvsuite.runs(results_dir, machine, strict=True) if (results_dir / machine).is_dir() else []
+    except ValueError as exc:
+        raise HistoryError(f"{exc}; move it aside or restore it, nothing was measured") from exc
     done = _known_commits(repo, [run.commit for run in found])
     notes = ()
     if done:  # everything on the branch that descends from none of them
@@ -337,6 +351,19 @@ def _shard_home(home: Path) -> dict[str, str]:
             "XDG_CONFIG_HOME": os.environ.get("XDG_CONFIG_HOME", str(user / ".config"))}
 
 
+def _wait_for_shards(running: list[tuple[Shard, Path, subprocess.Popen]]) -> None:
+    """Until every shard's `asv run` has ended, with a line of where each stands every PROGRESS_EVERY_S."""
+    started = said = time.monotonic()
+    while any(process.poll() is None for _, _, process in running):
+        time.sleep(POLL_EVERY_S)
+        if time.monotonic() - said < PROGRESS_EVERY_S:
+            continue
+        said = time.monotonic()
+        elapsed = said - started
+        print("sgemm history: " + "; ".join(f"GPU {shard.gpu} {_progress(log, elapsed)}" for shard, log, _ in running),
+              file=sys.stderr)
+
+
 def run_sharded(repo: Path, chosen: HistoryPlan, results_dir: Path, shards: list[Shard], uuids: list[str],
                 work_dir: Path) -> int:
     """One `asv run` per shard, all at once, each on its GPU alone (CUDA_VISIBLE_DEVICES by UUID) with its own
@@ -362,20 +389,17 @@ def run_sharded(repo: Path, chosen: HistoryPlan, results_dir: Path, shards: list
         log = folder / "asv.log"
         env = dict(_asv_environment(list(shard.cases), reference), **_shard_home(folder / "home"),
                    CUDA_VISIBLE_DEVICES=uuids[shard.gpu])
-        with open(log, "w") as out:
+        with open(log, "w") as out:  # each in a group of its own, ended on Ctrl-C as follow_asv ends one
             running.append((shard, log, subprocess.Popen(command, cwd=repo, env=env, stdout=out,
-                                                         stderr=subprocess.STDOUT)))
-        print(f"sgemm history: GPU {shard.gpu}: {len(shard.cases)} cases, about {shard.seconds / 60:.0f} min a "
-              f"commit; asv's output in {log}", file=sys.stderr)
-    started = said = time.monotonic()
-    while any(process.poll() is None for _, _, process in running):
-        time.sleep(POLL_EVERY_S)
-        if time.monotonic() - said < PROGRESS_EVERY_S:
-            continue
-        said = time.monotonic()
-        elapsed = said - started
-        print("sgemm history: " + "; ".join(f"GPU {shard.gpu} {_progress(log, elapsed)}" for shard, log, _ in running),
-              file=sys.stderr)
+                                                         stderr=subprocess.STDOUT, process_group=0)))
+        print(f"sgemm history: GPU {shard.gpu}: {counted(len(shard.cases), 'case')}, about "
+              f"{shard.seconds / 60:.0f} min a commit; asv's output in {log}", file=sys.stderr)
+    try:
+        _wait_for_shards(running)
+    except KeyboardInterrupt:
+        for _, _, process in running:
+            end_group(process)
+        raise
     status = max(process.returncode for _, _, process in running)
     for commit in chosen.commits:
         by_name: dict[str, list[Path]] = {}

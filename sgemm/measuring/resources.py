@@ -31,7 +31,20 @@ from ..atomic import write_atomically
 from ..catalogue import MAX_SHARED_BYTES, TMA_OPERANDS, Geometry, Kernel, TmaOperand, architectures, tma_problem
 from .build import BuildError, kernel_source, nvrtc_options
 
-ARCHITECTURES = tuple(architectures())
+
+def tracked_architectures() -> tuple[str, ...]:
+    """The catalogue's tracked architectures, read when asked rather than at import: read at import, a broken
+    catalogue stopped every command, `sgemm --help` included, with a traceback before it could say what was wrong."""
+    return tuple(architectures())
+
+
+def __getattr__(name: str):
+    # `resources.ARCHITECTURES`, as it was spelled while it was read at import, stays a name of this module.
+    if name == "ARCHITECTURES":
+        return tracked_architectures()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # A file that usage_table tells how far it is, a JSON line per batch of programs compiled, where the variable names
 # one: `sgemm history` follows it (sgemm.history.progress), since asv shows nothing of the resource suite's compile
 # until it is over.
@@ -313,7 +326,7 @@ def _keep(path: Path, figures: dict) -> None:
 
 def _ptx_arch(kernel: Kernel) -> str:
     """The virtual architecture the geometry is read at: it does not depend on one, so the kernel's first."""
-    return kernel.architectures(ARCHITECTURES)[0].replace("sm_", "compute_")
+    return kernel.architectures(tracked_architectures())[0].replace("sm_", "compute_")
 
 
 def _declared_now(kernel: Kernel) -> tuple[Geometry | None, CompiledGeometry]:
@@ -404,10 +417,10 @@ def spill_problem(kernel: Kernel, arch: str, usage: ResourceUsage) -> str | None
 
 
 def usage_table(kernels: list[Kernel],
-                archs: tuple[str, ...] = ARCHITECTURES) -> dict[tuple[str, str], ResourceUsage | str]:
+                archs: tuple[str, ...] | None = None) -> dict[tuple[str, str], ResourceUsage | str]:
     """Resource usage of each compiled kernel on each architecture it is built for (its own target, or each of
-    `archs`); a kernel that fails to compile maps to NVRTC's message, so one broken kernel does not hide the others'
-    figures.
+    `archs`, by default the catalogue's tracked ones); a kernel that fails to compile maps to NVRTC's message, so one
+    broken kernel does not hide the others' figures.
 
     Kernels that are the same program (source and entry) are compiled once: a second identical compile has come back
     with an empty log and no ptxas report. The programs compile in threads, since NVRTC compiles separate programs
@@ -420,6 +433,7 @@ def usage_table(kernels: list[Kernel],
         except (BuildError, ValueError) as exc:
             return str(exc)
 
+    archs = tracked_architectures() if archs is None else archs
     builds = {}  # (kernel name, arch) -> its program
     programs = {}  # each distinct program, compiled once: (source, entry, arch) -> (kernel, arch)
     for kernel in kernels:

@@ -16,5 +16,7 @@ def write_asv_config(repo: Path, path: Path, source: Path | None = None, **direc
     conf = load_json(str(source or repo / "asv.conf.json"), js_comments=True)
     conf.update(repo=str(repo), benchmark_dir=str(repo / conf.get("benchmark_dir", "benchmarks")),
                 **{key: str(Path(value).resolve()) for key, value in directories.items()})
-    path.write_text(json.dumps(conf, indent=2) + "\n")
+    # Written as UTF-8, never as \\u escapes: asv reads its configuration with json5, which turns the escaped pair of
+    # a character beyond the BMP (an emoji in a folder's name) into two lone surrogates that no path can hold.
+    path.write_text(json.dumps(conf, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..catalogue import Kernel
+from . import resultstree
 
 MODULE = "bench_gemm"
 GEMM, SHAPES = "Gemm", "GemmShapes"
@@ -210,14 +211,19 @@ def runs(results_dir: Path, machine: str, commit: str | None = None, strict: boo
 
 
 def _every_run(machine_dir: Path) -> list:
-    """Every run file of a machine's directory as asv reads it; ValueError, with asv's words, at the first it cannot."""
-    from asv.results import Results, iter_results_paths
+    """Every run file of a machine's directory (not the files this package keeps beside them: resultstree) as asv
+    reads it; ValueError naming the first it cannot read, with asv's words."""
+    from asv.results import Results
     from asv.util import UserError
 
     found = []
-    for root, filename, machine in iter_results_paths(str(machine_dir)):
+    for path in sorted(Path(machine_dir).glob("*.json")):
+        if not resultstree.is_run_file(path):
+            continue
         try:
-            found.append(Results.load(str(Path(root) / filename), machine_name=machine))
+            found.append(Results.load(str(path), machine_name=Path(machine_dir).name))
         except UserError as exc:
             raise ValueError(str(exc)) from None
+        except (ValueError, TypeError, KeyError, OSError) as exc:  # bytes that are not UTF-8, or JSON of another shape
+            raise ValueError(f"{path}: not an asv results file ({type(exc).__name__}: {exc})") from None
     return found

@@ -69,13 +69,27 @@ def machine_entry(identity: Gpu | None, name: str) -> dict:
     return entry
 
 
+def _why_no_gpu(exc: TelemetryUnavailable) -> str:
+    return str(exc) if driver_present() else f"no NVIDIA driver on this machine ({exc})"
+
+
 def detect_identity(cuda_device: int = 0) -> Gpu | None:
     try:
         return gpu_identity(cuda_device)
     except TelemetryUnavailable as exc:
-        why = str(exc) if driver_present() else f"no NVIDIA driver on this machine ({exc})"
-        warnings.warn(f"{why}; the machine is named after the host and its GPU recorded as unknown")
+        warnings.warn(f"{_why_no_gpu(exc)}; the machine is named after the host and its GPU recorded as unknown")
         return None
+
+
+def required_identity(cuda_device: int, then: str) -> Gpu:
+    """This box's GPU as NVML describes it, for work that cannot go on without one: NoGpuError saying why there is
+    none and, in `then`, what that means for the work (one line, with no warning before it)."""
+    from ..measuring.record import NoGpuError
+
+    try:
+        return gpu_identity(cuda_device)
+    except TelemetryUnavailable as exc:
+        raise NoGpuError(f"no GPU found through NVML, {_why_no_gpu(exc)}: {then}") from None
 
 
 def check_machine_name(name: str) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 import json
 import math
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from ..figures import Figures
 from ..gpu import Gpu
 from ..results import asvsuite
 from ..results.resultstree import machines
-from ..style import PAGE_STYLE, palette
+from ..style import PAGE_STYLE, html_with_code, palette
 from .ladders import SM_CLOCK_NOTE, NoGemmResults, Point, ReportError, gpu_from_dict, point_from_dict, points_from_asv
 
 
@@ -170,11 +169,6 @@ def _runs_lines(runs: list[GpuRun]) -> list[str]:
 
 NOTES = ("% cuBLAS: against that GPU's own cuBLAS at the same size and precision. % peak: against the dense FP32 "
          "(FP16 and BF16: tensor cores, FP32 accumulate) rate of that GPU at its maximum SM clock. " + SM_CLOCK_NOTE)
-
-
-def html_with_code(text: str) -> str:
-    """Text with Markdown's inline `code` spans as HTML: escaped first, so that a span's content stays text."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def write_cross_gpu(out_dir: Path, runs: list[GpuRun], kernels: dict[str, Kernel], size: int,

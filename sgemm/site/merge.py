@@ -15,8 +15,14 @@ does not show them, as it would not on a box whose suite had changed. A benchmar
 destination's definition, else the first source's.
 
 A merge holds an exclusive lock on the destination (and shared ones on the sources) for its whole length, so two
-merges, or a merge and a `sgemm publish` of the same tree, take turns. The lock is a file beside each directory,
-`.<name>.sgemm-lock`, not inside it, so it never becomes part of a results tree or of a commit of one.
+merges, or a merge and a `sgemm publish` of the same tree, take turns. The lock files lie in one folder of the user's
+cache, `locks/` under SGEMM_CACHE_DIR (else $XDG_CACHE_HOME/sgemm or ~/.cache/sgemm, as the compile cache), one per
+directory, named by a hash of its resolved path: never inside a locked directory (a results tree or a site would
+carry it) nor beside it (where it littered the folders around). The locks are this user's: two users sharing a tree
+(with different caches) are not kept apart.
+
+What is written, is written whole or not at all: each file goes to a temporary file first, and they are renamed into
+place once every one is written, so a full disk met half way leaves no half tree (sgemm.atomic.write_all_or_none).
 
 Beside asv's runs a machine's directory holds what `sgemm confirm` and `sgemm bisect` wrote: `confirmations.json` is
 joined record by record (every record of the destination and of each source, each once, in that order), and each
@@ -27,17 +33,21 @@ joined record by record (every record of the destination and of each source, eac
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import hashlib
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..atomic import write_atomically
+from ..atomic import write_all_or_none
 from ..results import confirmations
 from ..results.resultstree import BISECT_FOLDER, MACHINE_FILE, is_run_file
+from ..writable import folder_problem, said
 
 BENCHMARKS_FILE = "benchmarks.json"
 LOCK_SUFFIX = ".sgemm-lock"
@@ -59,25 +69,37 @@ class MergeError(ValueError):
 
 
 class LockError(RuntimeError):
-    """The lock file beside a directory cannot be made; the message says which and why."""
+    """The lock file of a directory cannot be made; the message says which and why."""
 
 
 # --- Locks ---------------------------------------------------------------------------------------------------------
 
 
+def lock_folder() -> Path:
+    """The folder of every lock file (see the module's docstring)."""
+    cache = os.environ.get("SGEMM_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sgemm")
+    return Path(cache) / "locks"
+
+
 def lock_path(directory: Path) -> Path:
-    """The lock file of a directory: beside it, so that it exists before the directory does and stays out of it."""
+    """The lock file of a directory, which may not exist yet: in lock_folder, named by a hash of its resolved path
+    (and, for a reader of that folder, its last part)."""
     directory = Path(directory).resolve()
-    return directory.parent / f".{directory.name}{LOCK_SUFFIX}"
+    key = hashlib.sha256(os.fsencode(directory)).hexdigest()[:32]
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", directory.name)[:40]
+    return lock_folder() / f"{key}-{readable}{LOCK_SUFFIX}"
 
 
 @contextlib.contextmanager
 def _flock(path: Path, mode: int, directory: Path) -> Iterator[None]:
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         if mode == fcntl.LOCK_EX:
-            raise LockError(f"cannot make the lock file {path} for {directory}: {exc.strerror}") from exc
+            raise LockError(f"cannot make the lock file {path} for {directory} ({exc.strerror}): set SGEMM_CACHE_DIR "
+                            "to a folder this user can write") from exc
         # A tree that is only read may lie where this user cannot write; nobody can merge into it from here either.
         yield
         return
@@ -95,7 +117,7 @@ def _flock(path: Path, mode: int, directory: Path) -> Iterator[None]:
 @contextlib.contextmanager
 def locked(exclusive: Iterable[Path] = (), shared: Iterable[Path] = ()) -> Iterator[None]:
     """Hold an exclusive lock on each of `exclusive` and a shared one on each of `shared` (directories)."""
-    # A source that is not there is refused later; it gets no lock file beside it meanwhile.
+    # A source that is not there is refused later; it gets no lock file meanwhile.
     modes = {Path(p).resolve(): fcntl.LOCK_SH for p in shared if Path(p).is_dir()}
     modes.update((Path(p).resolve(), fcntl.LOCK_EX) for p in exclusive)
     with contextlib.ExitStack() as stack:
@@ -174,6 +196,8 @@ def _check_places(sources: list[Path], dest: Path, problems: list[str]) -> None:
         problems.append(f"--into {dest}: not a directory")
     elif not dest.resolve().parent.is_dir():
         problems.append(f"--into {dest}: the folder it would be made in, {dest.resolve().parent}, does not exist")
+    elif problem := folder_problem(dest):
+        problems.append(f"--into {dest}: {problem}")
     elif (dest / MACHINE_FILE).is_file():
         problems.append(f"--into {dest} is one machine's directory of a results tree: pass the tree, "
                         f"{dest.resolve().parent}")
@@ -357,21 +381,24 @@ def merge_results(sources: list[Path], dest: Path) -> MergePlan:
     """Merge every source results tree into dest. Returns what was done; MergeError (nothing written) if it cannot."""
     sources, dest = [Path(s) for s in sources], Path(dest)
     problems: list[str] = []
-    _check_places(sources, dest, problems)  # before the lock, which lies beside --into and needs its folder
+    _check_places(sources, dest, problems)  # before the lock: a refused merge waits for nobody
     if problems:
         raise MergeError(problems)
     try:
         with locked(exclusive=[dest], shared=sources):
             plan = plan_merge(sources, dest)
-            for source, target in plan.copies:
-                write_atomically(target, source.read_bytes())
-            for target, content in plan.joined.items():
-                write_atomically(target, content)
+            files = {target: source.read_bytes() for source, target in plan.copies}
+            files.update(plan.joined)
             if plan.benchmarks:
                 content = (json.dumps(plan.benchmarks, indent=4, sort_keys=True) + "\n").encode()
                 target = dest / BENCHMARKS_FILE
                 if not target.is_file() or target.read_bytes() != content:
-                    write_atomically(target, content)
+                    files[target] = content
+            write_all_or_none(files)  # a full disk half way leaves no half tree
     except LockError as exc:
         raise MergeError([str(exc)]) from exc
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):  # the place, not a file it read
+            raise
+        raise MergeError([f"--into {dest}: {said(exc, dest)}"]) from exc
     return plan

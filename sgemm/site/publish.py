@@ -24,9 +24,11 @@ is foreign, and everything else is replaced as it always was.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -39,11 +41,20 @@ from typing import Protocol
 
 from ..catalogue import Kernel
 from ..results.asvconf import write_asv_config
+from ..writable import is_mount_point, said, write_problem
 from .crossgpu import report_across_gpus, unmeasured_size, write_no_gpu_page
 from .ladders import ReportError
 from .merge import LockError, locked
 from .resources import newest_run, write_resource_page
-from .vendor import SiteError, Vendored, add_nav_link, add_summary_margins, vendor_assets
+from .vendor import (
+    SiteError,
+    Vendored,
+    add_nav_link,
+    add_summary_margins,
+    drop_nav_item,
+    drop_unmeasured_list_rows,
+    vendor_assets,
+)
 
 CROSS_GPU_DIR = "gpus"
 CROSS_GPU_LABEL = "Across GPUs"
@@ -67,11 +78,12 @@ class PublishError(RuntimeError):
 class SitePart(Protocol):
     """Pages another part of the package adds to the site (the watch's regressions page): read what they need under
     the publish's locks, before anything is built (an error raised there stops the publish, nothing changed), then
-    written into the built site, returning the navbar links they want as (href, label)."""
+    written into the built site, returning the navbar links they want as (href, label, the id of asv's navbar item
+    the page replaces, or None)."""
 
     def prepare(self) -> None: ...
 
-    def write(self, built: Path) -> list[tuple[str, str]]: ...
+    def write(self, built: Path) -> list[tuple[str, str, str | None]]: ...
 
 
 @dataclass
@@ -133,6 +145,20 @@ def results_view(results_dir: Path, view: Path) -> list[str]:
     return left_out
 
 
+# The errors of a write that the place written to causes (a full disk or quota, a read-only mount), not the content.
+PLACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+_ASV_OS_ERROR = re.compile(r"^\w*Error: \[Errno (\d+)\] [^\n]*?(?:: '([^'\n]+)')?$", re.MULTILINE)
+
+
+def _write_error_of(asv_output: str) -> OSError | None:
+    """The OSError that ended asv's traceback, when it is one of PLACE_ERRNOS."""
+    found = _ASV_OS_ERROR.findall(asv_output)
+    if not found or int(found[-1][0]) not in PLACE_ERRNOS:
+        return None
+    number, filename = int(found[-1][0]), found[-1][1]
+    return OSError(number, os.strerror(number), filename) if filename else OSError(number, os.strerror(number))
+
+
 def asv_publish(repo: Path, results_dir: Path, html_dir: Path) -> list[str]:
     """`asv publish` of `results_dir` into `html_dir` (which asv empties first), or PublishError with asv's words.
     Returns the benchmarks left out of the site, with no figure in the results (results_view)."""
@@ -146,6 +172,8 @@ def asv_publish(repo: Path, results_dir: Path, html_dir: Path) -> list[str]:
                               capture_output=True, text=True)
     if done.returncode != 0:
         output = (done.stdout + done.stderr).strip()[-ASV_OUTPUT_TAIL:]
+        if failed_write := _write_error_of(output):
+            raise failed_write  # said as the publish's own writes are: the cause and the place, in one line
         raise PublishError(f"asv publish exited {done.returncode}:\n{output}")
     # asv draws a history only for commits it finds on the configured branches; for the others it says nothing.
     index = json.loads((html_dir / "index.json").read_text())
@@ -176,27 +204,42 @@ def check_places(repo: Path, results_dir: Path, html_dir: Path, npm_cache: Path 
         raise PublishError(f"--html {html_dir}: not a directory")
     if not html.parent.is_dir():
         raise PublishError(f"--html {html_dir}: the folder it would be made in, {html.parent}, does not exist")
+    # The site is built in a folder beside the HTML directory, then put in its place by renames.
+    if problem := write_problem(html.parent):
+        raise PublishError(f"--html {html_dir}: {problem}")
+    if html.is_dir() and is_mount_point(html):
+        problem = write_problem(html)
+        raise PublishError(f"--html {html_dir} is a mount point{f' ({problem})' if problem else ''}: the site is "
+                           "built beside it and put in its place by a rename, which cannot replace a mount point; "
+                           "give a folder inside it")
     if npm_cache is not None:
         check_npm_cache(npm_cache)
 
 
 def check_npm_cache(npm_cache: Path) -> None:
-    """PublishError unless `npm_cache` is a folder, or can be made as one where it is named (it is made when the
-    first tarball is saved into it): a file, or a folder whose parent is missing or cannot be written, is refused."""
+    """PublishError unless `npm_cache` is a folder that can be written (a tarball fetched from the registry is saved
+    there). A folder not there is refused rather than made: a cache named on the command line is one that holds
+    the tarballs, and a mistyped one would be found only offline, after the site was built."""
     cache = npm_cache.resolve()
     if cache.exists() and not cache.is_dir():
         raise PublishError(f"--npm-cache {npm_cache}: not a directory")
-    if not cache.exists() and not cache.parent.is_dir():
-        raise PublishError(f"--npm-cache {npm_cache}: the folder it would be made in, {cache.parent}, does not exist")
-    if not os.access(cache if cache.exists() else cache.parent, os.W_OK | os.X_OK):
-        raise PublishError(f"--npm-cache {npm_cache}: cannot be written here")
+    if not cache.exists():
+        raise PublishError(f"--npm-cache {npm_cache}: no such folder; name the folder that holds the npm tarballs, or "
+                           "make it (mkdir) to have it filled from the registry")
+    if problem := write_problem(cache):
+        raise PublishError(f"--npm-cache {npm_cache}: {problem}")
 
 
-def check_site_places(repo: Path, results_dir: Path, html_dir: Path, npm_cache: str | None) -> None:
+def check_site_places(repo: Path, results_dir: Path, html_dir: Path, npm_cache: str | None,
+                      parts: Sequence[SitePart] = ()) -> None:
     """PublishError when the site could not be published where asked (check_places, with the --npm-cache folder, and
-    check_replaceable): for the history to say before the measuring, not after it."""
+    check_replaceable); and each part's own error when it cannot read what the results tree holds now (a run file cut
+    short or not UTF-8, a confirmations or bisect file): for the history to say before the measuring, not after it."""
     check_places(repo, results_dir, html_dir, Path(npm_cache) if npm_cache else None)
     check_replaceable(html_dir)
+    if results_dir.is_dir():  # a first run has recorded nothing yet
+        for part in parts:
+            part.prepare()
 
 
 def check_replaceable(html_dir: Path) -> None:
@@ -358,6 +401,13 @@ def publish_site(repo: Path, results_dir: Path, html_dir: Path, kernels: dict[st
             return _build_and_swap(repo, results_dir, html_dir, kernels, header, size, npm_cache, parts)
     except LockError as exc:
         raise PublishError(str(exc)) from exc
+    except OSError as exc:
+        if exc.errno not in PLACE_ERRNOS:
+            raise
+        # The site is built beside the HTML directory, so that is where a full disk or a read-only mount is met.
+        written = Path(exc.filename) if exc.filename else html_dir
+        place = html_dir.parent if written.is_relative_to(html_dir.parent) else written.parent
+        raise PublishError(f"--html {html_dir}: {said(exc, place)}; nothing was changed") from exc
 
 
 def _build_and_swap(repo: Path, results_dir: Path, html_dir: Path, kernels: dict[str, Kernel], header: list[str],
@@ -390,9 +440,12 @@ def _build_and_swap(repo: Path, results_dir: Path, html_dir: Path, kernels: dict
             offline_error = exc
         if offline_error is None:
             try:
-                for href, label in links:
+                for href, label, replaces in links:
+                    if replaces:
+                        drop_nav_item(built, replaces)
                     add_nav_link(built, href, label)
                 add_summary_margins(built)
+                drop_unmeasured_list_rows(built)
             except SiteError as exc:
                 offline_error = exc
         if offline_error is None:

@@ -40,8 +40,8 @@ from pathlib import Path
 from ..atomic import write_atomically
 
 __all__ = ["CDN_ASSETS", "NPM_REGISTRY", "PACKAGES", "SUMMARY_MARGINS_SCRIPT", "Asset", "SiteError", "Vendored",
-           "add_nav_link", "add_summary_margins", "fill_cache", "sri", "sri_matches", "tarball_name", "tarball_url",
-           "vendor_assets", "vendored_path"]
+           "add_nav_link", "add_summary_margins", "drop_nav_item", "drop_unmeasured_list_rows", "fill_cache", "sri",
+           "sri_matches", "tarball_name", "tarball_url", "vendor_assets", "vendored_path"]
 
 NPM_REGISTRY = "https://registry.npmjs.org"
 VENDOR_DIR = "vendor"
@@ -536,6 +536,51 @@ def add_nav_link(html_dir: str | os.PathLike, href: str, label: str) -> bool:
     return True
 
 
+def drop_nav_item(html_dir: str | os.PathLike, item_id: str) -> bool:
+    """Take the navbar item `<li id="ITEM_ID">` out of the site's index.html (the page it leads to stays where it is).
+    Returns whether the page changed: False where there is no such item."""
+    index = Path(html_dir) / "index.html"
+    try:
+        text = index.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise SiteError(f"{index}: cannot read the site's index page ({exc}); run `asv publish` first") from exc
+    tags = _tags(text)
+    at = next((at for at, tag in enumerate(tags) if tag.name == "li" and not tag.closing and tag.get("id") == item_id),
+              None)
+    end = _closing(tags, at) if at is not None else None
+    if end is None:
+        return False
+    start, stop = tags[at].start, tags[end].end
+    start = text.rfind("\n", 0, start) + 1 if not text[text.rfind("\n", 0, start) + 1:start].strip() else start
+    stop = stop + 1 if text[stop:stop + 1] == "\n" else stop
+    write_atomically(index, text[:start] + text[stop:])
+    return True
+
+
+# --- The benchmark list: the parameter combinations that were never measured ------------------------------------
+
+
+def drop_unmeasured_list_rows(html_dir: str | os.PathLike) -> int:
+    """Take out of asv's benchmark list (its `graphs/**/summary.json` files, one per machine and environment) each
+    row of a parameter combination that has no figure at any commit: a kernel at an architecture it is not built for,
+    a size it does not run at. asv shows them as rows with an empty value, which read as a failure. A combination
+    measured once keeps its row. Returns how many rows went."""
+    dropped = 0
+    for path in sorted(Path(html_dir).glob("graphs/**/summary.json")):
+        try:
+            rows = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SiteError(f"{path}: not asv's benchmark list ({exc})") from exc
+        if not isinstance(rows, list):
+            raise SiteError(f"{path}: not asv's benchmark list (a JSON list)")
+        kept = [row for row in rows if not (isinstance(row, dict) and row.get("idx") is not None
+                                            and row.get("last_value") is None)]
+        if len(kept) != len(rows):
+            write_atomically(path, json.dumps(kept))
+            dropped += len(rows) - len(kept)
+    return dropped
+
+
 # --- The benchmark grid's tiles ---------------------------------------------------------------------------------
 
 SUMMARY_MARGINS_SCRIPT = "summary-margins.js"
@@ -549,23 +594,39 @@ SUMMARY_MARGINS_SCRIPT = "summary-margins.js"
 # flot knows the data's extent and before it sets the axis from it (processOffset is that moment): 0 and the largest
 # value both lie inside the tile, and a varying line keeps asv's shape, measured from 0. All 0 spans 0 to 1, as flot
 # itself widens a flat axis at 0. Negative values, which asv's min: 0 would cut off, are kept inside too.
+# The same script mends asv's graph page (graphdisplay.js): for a unit other than time or bytes it sets the y axis from
+# the lowest to the highest value shown, and where those are one value (a register count that no commit changed)
+# flot widens the axis by 0.01, so every tick reads that value ("32.0" eleven times). Such an axis is widened by
+# FLAT_SPAN of the value on either side (1 for a value of 0): ticks that differ, the line in the middle.
 _SUMMARY_MARGINS_JS = """\
 /* Written by sgemm publish: room above and below the lines of the benchmark grid's tiles, so that a flat line or a
-   line at 0 is drawn inside its tile, not on the tile's border (sgemm/site/vendor.py says more). */
+   line at 0 is drawn inside its tile, not on the tile's border; and a y axis with ticks that differ on a graph whose
+   line does not move (sgemm/site/vendor.py says more). */
 (function ($) {
     "use strict";
     if (!$ || !$.plot) {
         return;  // a library failed to load, and asv's page says so
     }
     var MARGIN = 0.15;  // of the span from 0 to the data, below it and above it
+    var FLAT_SPAN = 0.1;  // of a flat line's value, below it and above it, on asv's graph page
     $.plot.plugins.push({
         name: "summary-margins",
-        version: "1.0",
+        version: "1.1",
         options: {},
         init: function (plot) {
             plot.hooks.processOffset.push(function (plot) {
                 if (!plot.getPlaceholder().hasClass("benchmark-plot")) {
-                    return;  // asv's graph pages have axes with ticks of their own
+                    // asv's graph page: its ticks are its own, but an axis it gave no span gets one.
+                    $.each(plot.getYAxes(), function (_, axis) {
+                        var options = axis.options;
+                        if (options.transform || options.min == null || options.min !== options.max) {
+                            return;  // a log scale, flot's own range, or a range that spans something
+                        }
+                        var pad = Math.abs(options.min) * FLAT_SPAN || 1;
+                        options.min -= pad;
+                        options.max += pad;
+                    });
+                    return;
                 }
                 $.each(plot.getYAxes(), function (_, axis) {
                     // With no point, datamin is +Infinity and datamax -Infinity: the span is then 0 to 1 too.

@@ -28,6 +28,7 @@ from ..atomic import write_atomically
 from ..catalogue import Kernel
 from ..results import asvsuite, confirmations, resultstree
 from ..results.resultstree import FOUND, NO_STEP, UNKNOWN
+from ..words import counted
 from .series import (
     Environment,
     History,
@@ -273,8 +274,8 @@ def watch(results_dir: Path, repo: Path, kernels: dict[str, Kernel], commit_url:
         history = read_history(results_dir, machine, commits, kernels)
         reports[machine] = detect(history, kernels, results_dir, commit_url)
         if history.off_branch:
-            reports[machine].notes.append(f"{machine}: {len(history.off_branch)} runs of commits not on the branch "
-                                          "left out, as asv's graphs leave them out")
+            reports[machine].notes.append(f"{machine}: {counted(len(history.off_branch), 'run')} of commits not on "
+                                          "the branch left out, as asv's graphs leave them out")
     return reports
 
 

@@ -29,7 +29,7 @@ def no_gpu(monkeypatch):
         raise AssertionError("the GPU was asked for before the input was checked")
 
     monkeypatch.setattr(requests.PairedBuilds, "on_this_gpu", refuse)
-    monkeypatch.setattr(requests, "detect_identity", refuse)
+    monkeypatch.setattr(requests, "required_identity", refuse)
 
 
 @pytest.fixture
@@ -134,7 +134,7 @@ def test_a_range_with_a_merge_is_searched_along_its_first_parent_line(make_histo
                     history.commits[-1], "--machine", "gpu-box")
     captured = capsys.readouterr()
     assert status == 0, captured.err
-    assert "merge commits" in captured.err and "first-parent line" in captured.err
+    assert "1 merge commit (" in captured.err and "first-parent line" in captured.err
     written = [p for p in (tmp_path / "results" / "gpu-box" / "bisect").iterdir() if not p.name.endswith(".state.json")]
     result = json.loads(written[0].read_text())
     assert result["first_bad"] == history.commits[-2] and result["merges"] == [history.commits[-2]]

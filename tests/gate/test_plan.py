@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sgemm.gate.plan import input_problem, publish_report
 from sgemm.gate.run import EXIT_UNDECIDED
 
@@ -15,37 +17,48 @@ def git(repo, *args):
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def test_cli_gate_lists_the_cases_a_change_selects_and_how_they_are_measured(tmp_path):
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory) -> Path:
+    """This project's last two commits, cloned: a clean tree, as the gate requires, whatever this checkout holds
+    uncommitted while its tests run."""
+    clone = tmp_path_factory.mktemp("checkout") / "sgemm"
+    subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{ROOT}", str(clone)], check=True,
+                   capture_output=True)
+    return clone
+
+
+def test_cli_gate_lists_the_cases_a_change_selects_and_how_they_are_measured(checkout, monkeypatch):
     from sgemm.cli import main
 
-    head = git(ROOT, "rev-parse", "HEAD")
-    done = subprocess.run([sys.executable, "-m", "sgemm", "gate", f"{head}~1", head, "--repo", str(ROOT),
+    monkeypatch.chdir(checkout)
+    head = git(checkout, "rev-parse", "HEAD")
+    done = subprocess.run([sys.executable, "-m", "sgemm", "gate", f"{head}~1", head, "--repo", str(checkout),
                            "--dry-run", "--size", "1024", "-k", "fp32/naive"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "fp32/naive 1024x1024x1024" in done.stdout.splitlines()
     assert "sgemm gate: measured " in done.stderr
-    assert main(["gate", "no-such-commit", head, "--repo", str(ROOT), "--dry-run"]) == EXIT_UNDECIDED
-    assert main(["gate", head, head, "--repo", str(ROOT), "--dry-run"]) == EXIT_UNDECIDED  # nothing to compare
+    assert main(["gate", "no-such-commit", head, "--repo", str(checkout), "--dry-run"]) == EXIT_UNDECIDED
+    assert main(["gate", head, head, "--repo", str(checkout), "--dry-run"]) == EXIT_UNDECIDED  # nothing to compare
     assert main(["gate", f"{head}~1", head, "--rounds", "2", "--dry-run"]) == EXIT_UNDECIDED
     assert main(["gate", f"{head}~1", head, "--rounds", "5", "--max-rounds", "4", "--dry-run"]) == EXIT_UNDECIDED
 
 
-def test_cli_gate_refuses_kernels_asked_for_at_a_size_they_are_not_timed_at(capsys):
+def test_cli_gate_refuses_kernels_asked_for_at_a_size_they_are_not_timed_at(checkout, capsys):
     from sgemm.cli import main
 
-    head = git(ROOT, "rev-parse", "HEAD")
-    assert main(["gate", f"{head}~1", head, "--repo", str(ROOT), "--dry-run", "-k", "bf16/wgmma_tma",
+    head = git(checkout, "rev-parse", "HEAD")
+    assert main(["gate", f"{head}~1", head, "--repo", str(checkout), "--dry-run", "-k", "bf16/wgmma_tma",
                  "--size", "1024"]) == EXIT_UNDECIDED
     assert "no case of the suite measures that" in capsys.readouterr().err
 
 
-def test_inputs_the_parser_cannot_see_are_checked_before_git_asv_or_the_gpu(tmp_path):
+def test_inputs_the_parser_cannot_see_are_checked_before_git_asv_or_the_gpu(checkout, tmp_path):
     assert "no sgemm/catalogue.toml" in input_problem(str(tmp_path), [], None, [], 3, 10, None)
-    assert input_problem(str(ROOT), [], None, [("nothing/*", 0.01)], 3, 10, None) == (
+    assert input_problem(str(checkout), [], None, [("nothing/*", 0.01)], 3, 10, None) == (
         "--threshold-for 'nothing/*' matches no kernel in the working tree's catalogue")
-    assert input_problem(str(ROOT), [], None, [], 5, 4, None) == "--max-rounds 4 is below --rounds 5"
-    assert input_problem(str(ROOT), [], None, [], 3, 10, str(tmp_path / "noise.json")).endswith(": no such file")
-    assert input_problem(str(ROOT), ["fp32"], None, [("fp32/*", 0.01)], 3, 10, None) is None
+    assert input_problem(str(checkout), [], None, [], 5, 4, None) == "--max-rounds 4 is below --rounds 5"
+    assert input_problem(str(checkout), [], None, [], 3, 10, str(tmp_path / "noise.json")).endswith(": no such file")
+    assert input_problem(str(checkout), ["fp32"], None, [("fp32/*", 0.01)], 3, 10, None) is None
 
 
 def test_cli_dry_run_names_a_kernel_gone_undeclared_and_exits_2(project_repo, capsys):
@@ -64,10 +77,11 @@ def test_cli_dry_run_names_a_kernel_gone_undeclared_and_exits_2(project_repo, ca
         capsys.readouterr().err
 
 
-def test_an_unexpected_failure_exits_2_never_1(monkeypatch, capsys):
+def test_an_unexpected_failure_exits_2_never_1(checkout, monkeypatch, capsys):
     from sgemm import cli
     from sgemm.gate import plan
 
+    monkeypatch.chdir(checkout)
     def explode(request, dry_run=False):
         raise KeyError("something nobody expected")
 

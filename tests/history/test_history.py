@@ -210,6 +210,13 @@ def tree_digest(root):
             for path in sorted(root.rglob("*")) if path.is_file() and ".git" not in path.relative_to(root).parts}
 
 
+def a_run_file(repo, content: bytes) -> None:
+    """repo/results/box holding a run file with `content` (cut short, or not UTF-8)."""
+    (repo / "results" / "box").mkdir(parents=True)
+    (repo / "results" / "box" / "machine.json").write_text('{"machine": "box", "version": 1}')
+    (repo / "results" / "box" / "01234567-x.json").write_bytes(content)
+
+
 @pytest.mark.parametrize("dry_run", [True, False])
 @pytest.mark.parametrize("make, args, message", [
     (lambda r: (r / "results").write_text("x"), ["--results", "results"], "--results {repo}/results: not a directory"),
@@ -222,9 +229,15 @@ def tree_digest(root):
     (lambda r: (r / "site").mkdir() or (r / "site" / "notes.md").write_text("mine"), ["--html", "site"],
      "is not empty and is not a site"),
     (lambda r: None, ["--html", "no/such/place"], "does not exist"),
-    (lambda r: None, ["--npm-cache", "nowhere/cache"], "--npm-cache nowhere/cache: the folder it would be made in"),
+    (lambda r: None, ["--npm-cache", "nowhere/cache"], "--npm-cache nowhere/cache: no such folder"),
     (lambda r: (r / "cache").write_text("a file"), ["--npm-cache", "cache"], "--npm-cache cache: not a directory"),
     (lambda r: (r / "sgemm" / "catalogue.toml").write_text("[suite\n"), [], "the catalogue cannot be read"),
+    # the newcomer's X28, X34b, X12f and X12d: what the run refused after measuring, the dry run passed
+    (lambda r: None, ["--npm-cache", "/nonexistent"], "--npm-cache /nonexistent: no such folder"),
+    (lambda r: None, ["--work", "/proc/x"], "--work /proc/x: /proc cannot be written"),
+    (lambda r: a_run_file(r, b'{"commit_hash": "01'), [], "Error parsing JSON in file '{repo}/results/box/"),
+    (lambda r: a_run_file(r, bytes(range(128, 256))), [], "results/box/01234567-x.json: not an asv results file "
+     "(UnicodeDecodeError"),
 ])
 def test_every_place_and_the_catalogue_are_checked_before_any_measuring(repo, make, args, message, dry_run):
     """The dry run runs exactly the checks the real run makes first: a bad --html is refused before an hour of
@@ -242,7 +255,7 @@ def test_first_is_said_to_be_left_aside_once_the_machine_has_runs(repo, tmp_path
     chosen = run.plan(repo, tmp_path / "results", "box", gpu=True, first=3)
     assert not chosen.notes
     monkeypatch.setattr(run, "_known_commits", lambda _repo, hashes: [repo.commits[2]])
-    monkeypatch.setattr(run.asvsuite, "runs", lambda *_: [type("R", (), {
+    monkeypatch.setattr(run.asvsuite, "runs", lambda *_, **__: [type("R", (), {
         "commit": repo.commits[2], "run": type("D", (), {"duration": {"x": 60.0}})()})()])
     (tmp_path / "results" / "box").mkdir(parents=True)
     later = run.plan(repo, tmp_path / "results", "box", gpu=True, first=3)

@@ -20,3 +20,15 @@ def test_directories_move_and_the_project_build_stays(tmp_path):
     assert config["environment_type"] == "virtualenv"  # asv continuous refuses 'existing'
     assert any("SGEMM_CUDA_SITE" in step for step in config["install_command"])
     assert config["launch_method"] == "forkserver"
+
+
+def test_a_folder_named_with_an_emoji_reaches_asv_as_it_is_named(tmp_path):
+    """The newcomer's U02 and X20emo: asv reads its configuration with json5, which made the escaped pair of an emoji
+    two lone surrogates that no path can hold, and asv failed late (`surrogates not allowed`)."""
+    from asv.config import Config
+
+    site, results = tmp_path / "site 😀", tmp_path / "résultats 😀"
+    path = write_asv_config(ROOT, tmp_path / "asv.conf.json", html_dir=site, results_dir=results)
+    config = Config.load(str(path))
+    assert (config.html_dir, config.results_dir) == (str(site), str(results))
+    Path(config.html_dir).mkdir()  # what asv publish does first

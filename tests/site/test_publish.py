@@ -26,6 +26,7 @@ from sgemm.site.publish import (
     results_view,
 )
 from sgemm.site.vendor import CDN_ASSETS, PACKAGES, SUMMARY_MARGINS_SCRIPT
+from sgemm.watch.page import WatchPages
 
 KERNELS = load_catalogue()
 GPUS = ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
@@ -34,10 +35,12 @@ NAV_LINK = f'<li class="sgemm-nav-link"><a href="gpus/index.html">{CROSS_GPU_LAB
 
 @pytest.fixture(scope="module")
 def two_gpu_site(two_gpu_results, npm_cache, tmp_path_factory):
-    """publish_site of the two-GPU tree, once for the module: (the Site, its HTML directory)."""
+    """publish_site of the two-GPU tree with the watch's pages, as `sgemm publish` makes it, once for the module:
+    (the Site, its HTML directory)."""
     html_dir = tmp_path_factory.mktemp("two-gpu-site") / "html"
+    watched = WatchPages(two_gpu_results.results, two_gpu_results.repo, KERNELS, ["Made: in a test"])
     site = publish_site(two_gpu_results.repo, two_gpu_results.results, html_dir, KERNELS, ["Made: in a test"],
-                        npm_cache=npm_cache)
+                        npm_cache=npm_cache, parts=[watched])
     return site, html_dir
 
 
@@ -87,7 +90,9 @@ def test_the_cross_gpu_page_is_in_the_site_and_linked_from_its_navbar(two_gpu_si
     assert all(path.is_file() for path in site.cross_gpu)
     links = navbar(html_dir / "index.html")
     assert links.count(NAV_LINK) == 1
-    assert links.index('href="#/regressions"') < links.index(NAV_LINK) < links.index('id="nav-li-graphdisplay"')
+    assert links.index('href="#/summarylist"') < links.index(NAV_LINK) < links.index('id="nav-li-graphdisplay"')
+    # One item of each name: asv's own regressions page (its route still answers) leaves the navbar to the site's.
+    assert 'href="#/regressions"' not in links and re.findall(r">(Regressions[^<]*)</a>", links) == ["Regressions"]
 
     page = (page_dir / "index.html").read_text()
     assert "<title>GEMM kernels across GPUs, 2048x2048x2048</title>" in page  # the size both GPUs measured
@@ -95,6 +100,14 @@ def test_the_cross_gpu_page_is_in_the_site_and_linked_from_its_navbar(two_gpu_si
     assert '<th colspan="4">NVIDIA H100 80GB HBM3</th><th colspan="4">NVIDIA H200</th>' in page
     assert ("<tr><td><code>fp32/naive</code></td><td>2.50</td><td>10.0</td><td>3.7</td><td>1757</td><td>3.75</td>"
             "<td>10.0</td><td>5.6</td><td>1832</td></tr>") in page
+
+
+def test_the_benchmark_list_has_no_row_of_a_combination_no_gpu_measured(two_gpu_site):
+    # The newcomer's list had empty Value cells for the sm_90a kernels at sm_80 to sm_90: rows that read as failures.
+    _, html_dir = two_gpu_site
+    lists = sorted(html_dir.glob("graphs/**/summary.json"))
+    rows = [row for path in lists for row in json.loads(path.read_text())]
+    assert lists and rows and [row for row in rows if row["idx"] is not None and row["last_value"] is None] == []
 
 
 def test_every_cdn_file_of_the_site_is_vendored(two_gpu_site):
@@ -199,7 +212,7 @@ def test_sgemm_publish_builds_the_site_and_names_the_cross_gpu_page(two_gpu_resu
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == f"cross-GPU page: {html_dir / 'gpus' / 'index.html'}"
-    assert lines[1].startswith(f"site: {html_dir} ({len(CDN_ASSETS)} library tags now load vendored files;")
+    assert lines[1].startswith(f"site: {html_dir} (vendored files now loaded by {len(CDN_ASSETS)} library tags;")
     assert "warning" not in done.stderr and "Traceback" not in done.stderr
     assert (html_dir / "gpus" / "index.html").is_file() and NAV_LINK in navbar(html_dir / "index.html")
     assert external_loads(html_dir / "index.html") == []
@@ -281,7 +294,7 @@ def test_a_refused_publish_leaves_the_site_that_was_there_whole(two_gpu_site, tw
     with pytest.raises(PublishError, match="none of the commits"):
         publish_site(other_history(two_gpu_results, tmp_path), two_gpu_results.results, html_dir, KERNELS, [])
     assert files(html_dir) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "html", "other"]  # no half-built site
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["html", "other"]  # no half-built site
 
 
 def test_a_site_it_made_is_replaced_whole(two_gpu_site, two_gpu_results, npm_cache, tmp_path):
@@ -295,7 +308,7 @@ def test_a_site_it_made_is_replaced_whole(two_gpu_site, two_gpu_results, npm_cac
     assert not (html_dir / "stale.html").exists() and (html_dir / SITE_MARKER).is_file()
     assert site.kept == []
     assert external_loads(html_dir / "index.html") == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["html"]
 
 
 @pytest.mark.parametrize("html, message", [
@@ -316,7 +329,7 @@ def test_an_html_directory_that_would_lose_data_is_refused(two_gpu_results, tmp_
     with pytest.raises(PublishError, match=re.escape(message)):
         publish_site(tree.repo, tree.results, html(tree.repo, tree.results, tmp_path), KERNELS, [])
     assert files(tmp_path).items() >= before.items()
-    assert all(name.endswith(".sgemm-lock") for name in set(files(tmp_path)) - set(before))
+    assert set(files(tmp_path)) == set(before)
 
 
 def test_the_npm_cache_inside_the_site_is_refused(two_gpu_results, tmp_path):
@@ -327,34 +340,38 @@ def test_the_npm_cache_inside_the_site_is_refused(two_gpu_results, tmp_path):
 
 def test_a_site_that_could_not_be_published_where_asked_is_said_before_the_history_measures(two_gpu_results,
                                                                                           tmp_path):
-    with pytest.raises(PublishError, match="--npm-cache .*missing/cache: the folder it would be made in, .*missing, "
-                                           "does not exist"):
-        check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html",
-                          str(tmp_path / "missing" / "cache"))
+    def check(npm_cache):
+        check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", npm_cache)
+
+    with pytest.raises(PublishError, match="--npm-cache .*missing/cache: no such folder"):
+        check(str(tmp_path / "missing" / "cache"))
     with pytest.raises(PublishError, match="--npm-cache .*notes.txt: not a directory"):
         (tmp_path / "notes.txt").write_text("mine")
-        check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", str(tmp_path / "notes.txt"))
-    # A cache folder not there yet is made when the first tarball is saved into it, as publish_site does.
-    check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", str(tmp_path / "new-cache"))
-    check_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", tmp_path / "new-cache")
+        check(str(tmp_path / "notes.txt"))
+    # A cache folder not there is refused, not made: a mistyped one would be found only offline, after the build.
+    with pytest.raises(PublishError, match="--npm-cache .*new-cache: no such folder"):
+        check(str(tmp_path / "new-cache"))
+    with pytest.raises(PublishError, match="--npm-cache .*new-cache: no such folder"):
+        check_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", tmp_path / "new-cache")
     assert not (tmp_path / "new-cache").exists()
+    (tmp_path / "new-cache").mkdir()
+    check(str(tmp_path / "new-cache"))
     with pytest.raises(PublishError, match="holds the npm cache"):
-        check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html",
-                          str(tmp_path / "html" / "cache"))
-    check_site_places(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", None)
+        check(str(tmp_path / "html" / "cache"))
+    check(None)
 
 
 def test_a_size_no_gpu_measured_is_refused_before_anything_is_built(two_gpu_results, tmp_path):
     with pytest.raises(PublishError, match=r"--size 12345: no GPU in .* measured that size \(measured: 1024, 2048, "
                                            r"4096\)"):
         publish_site(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", KERNELS, [], size=12345)
-    assert [p.name for p in tmp_path.iterdir()] == [".html.sgemm-lock"]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_publish_waits_for_the_lock_of_its_site(two_gpu_results, npm_cache, tmp_path):
     import threading
 
-    from sgemm.site.merge import locked
+    from sgemm.site.merge import lock_folder, lock_path, locked
 
     html_dir = tmp_path / "html"
     finished = threading.Event()
@@ -367,7 +384,8 @@ def test_a_publish_waits_for_the_lock_of_its_site(two_gpu_results, npm_cache, tm
         worker = threading.Thread(target=publish)
         worker.start()
         assert not finished.wait(1.0), "the publish ran while another held the site's lock"
-        assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock"]
+        assert list(tmp_path.iterdir()) == []  # the lock lies in the user's cache, not beside the site
+        assert lock_path(html_dir).parent == lock_folder() and lock_path(html_dir).is_file()
     worker.join(120)
     assert finished.is_set() and (html_dir / SITE_MARKER).is_file()
 
@@ -409,7 +427,9 @@ def git_checkout(site: Path) -> None:
 
 
 def republish(two_gpu_results, npm_cache, html_dir: Path):
-    return publish_site(two_gpu_results.repo, two_gpu_results.results, html_dir, KERNELS, [], npm_cache=npm_cache)
+    """Another publish of the two-GPU tree, as `sgemm publish` makes it (two_gpu_site)."""
+    return publish_site(two_gpu_results.repo, two_gpu_results.results, html_dir, KERNELS, [], npm_cache=npm_cache,
+                        parts=[WatchPages(two_gpu_results.results, two_gpu_results.repo, KERNELS, [])])
 
 
 @pytest.fixture(scope="module")
@@ -445,7 +465,7 @@ def test_a_site_that_became_a_git_checkout_keeps_all_it_did_not_make(two_gpu_sit
     assert after["index.json"] == made["index.json"]
     assert set(after) - set(foreign) == set(made)  # asv stamps the time into some, so names only
     assert NAV_LINK in navbar(html_dir / "index.html")
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["html"]
     log = subprocess.run(["git", "-C", str(html_dir), "log", "--format=%s"], check=False, env=GIT_ENV,
                          capture_output=True, text=True)
     assert log.returncode == 0 and log.stdout == "the site\n", log.stderr  # still a working checkout
@@ -524,7 +544,7 @@ def test_what_the_user_made_where_the_new_site_writes_is_refused_and_nothing_cha
         republish(two_gpu_results, npm_cache, html_dir)
     assert ".git" not in str(refused.value) and "CNAME" not in str(refused.value)  # only what is in the way
     after = tree(tmp_path)
-    assert {name: what for name, what in after.items() if name != ".html.sgemm-lock"} == before
+    assert after == before
 
 
 def test_a_marker_from_before_manifests_keeps_the_git_checkout(two_gpu_site, two_gpu_results, npm_cache, tmp_path):
@@ -562,7 +582,7 @@ def test_a_symlink_the_user_made_is_kept_as_a_link_and_its_target_is_untouched(t
     assert os.readlink(html_dir / "vendor" / "gone") == str(tmp_path / "no-such-thing")
     assert (html_dir / "latest" / "deep" / "data.bin").read_bytes() == bytes(range(256))
     assert tree(elsewhere) == outside
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".html.sgemm-lock", "elsewhere", "html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "html"]
 
 
 def test_a_symlink_where_the_sites_own_folder_was_is_not_followed(two_gpu_site, two_gpu_results, npm_cache,
@@ -576,7 +596,7 @@ def test_a_symlink_where_the_sites_own_folder_was_is_not_followed(two_gpu_site, 
     before = tree(tmp_path)
     with pytest.raises(PublishError, match=f"where the new site puts its own: {CROSS_GPU_DIR};"):
         republish(two_gpu_results, npm_cache, html_dir)
-    assert {name: what for name, what in tree(tmp_path).items() if name != ".html.sgemm-lock"} == before
+    assert tree(tmp_path) == before
 
 
 def test_a_foreign_entry_that_cannot_be_moved_puts_back_the_ones_that_were(two_gpu_site, two_gpu_results, npm_cache,
@@ -597,4 +617,4 @@ def test_a_foreign_entry_that_cannot_be_moved_puts_back_the_ones_that_were(two_g
     monkeypatch.setattr(os, "rename", refusing)
     with pytest.raises(PublishError, match="could not move NOTES.md.*Permission denied.*nothing was changed"):
         republish(two_gpu_results, npm_cache, html_dir)
-    assert {name: what for name, what in tree(tmp_path).items() if name != ".html.sgemm-lock"} == before
+    assert tree(tmp_path) == before

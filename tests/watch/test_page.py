@@ -98,3 +98,22 @@ def test_merge_adds_confirmations_and_carries_bisect_results(tmp_path, history):
     with pytest.raises(MergeError, match="not valid JSON"):
         merge_results([box], merged)
     assert json.loads((merged / MACHINE / "confirmations.json").read_text())["confirmations"] == kept
+
+
+def test_the_regressions_page_shows_code_as_code_not_backticks(tmp_path):
+    header = ["Made: 2026-11-27 22:04 UTC from the asv results in `results`", "Command: `sgemm history`"]
+    write_page(tmp_path / "page", {}, header)
+    page = (tmp_path / "page" / "index.html").read_text()
+    assert "<li>Command: <code>sgemm history</code></li>" in page and "<code>results</code>" in page
+    assert "`" not in page
+
+
+def test_one_run_off_the_branch_is_said_in_the_singular(tmp_path):
+    commits = make_branch(tmp_path / "repo", COMMITS)
+    write_history(tmp_path / "results", commits, hopper_and_quiet())
+    run = sorted((tmp_path / "results" / MACHINE).glob(f"{commits[-1][:8]}-*.json"))[0]
+    data = json.loads(run.read_text())
+    data["commit_hash"] = "f" * 40  # a commit of no branch of the repository
+    (run.parent / ("f" * 8 + run.name[8:])).write_text(json.dumps(data))
+    notes = watch(tmp_path / "results", tmp_path / "repo", load_catalogue())[MACHINE].notes
+    assert f"{MACHINE}: 1 run of commits not on the branch left out, as asv's graphs leave them out" in notes
