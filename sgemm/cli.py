@@ -8,18 +8,8 @@ import sys
 import warnings
 
 from .catalogue import CatalogueError, UnknownKernelError
-from .commands import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    bisect,
-    gate,
-    history,
-    kernels,
-    machine,
-    site,
-)
+from .commands import (EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, bisect, gate, history, kernels, machine,
+                       site)
 from .commands.args import device as _device
 from .measuring.record import NoGpuError
 

@@ -13,8 +13,7 @@ from ..bisect.search import BisectError, Limits
 from ..measuring.record import NoGpuError
 from ..rounds.evidence import MIN_ROUNDS
 from ..rounds.session import PAIRED_THRESHOLD
-from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
-from . import args as types
+from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, args as types
 
 # 2, as for bad input: bisect's 1 is "not found", and a search that could not run found nothing either way.
 EXIT_NO_ANSWER = EXIT_BAD_INPUT

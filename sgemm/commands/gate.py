@@ -8,8 +8,7 @@ from pathlib import Path
 from ..catalogue import CatalogueError, UnknownKernelError
 from ..gate.run import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
 from ..rounds.evidence import MIN_ROUNDS
-from . import EXIT_BAD_INPUT, EXIT_OK, writable_file_problem
-from . import args as types
+from . import EXIT_BAD_INPUT, EXIT_OK, args as types, writable_file_problem
 
 
 def add_gate(add) -> None:

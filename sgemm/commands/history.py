@@ -7,8 +7,7 @@ from pathlib import Path
 
 from .. import catalogue
 from ..measuring.record import NoGpuError, device_info
-from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, made_from_results
-from . import args as types
+from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, args as types, made_from_results
 from .site import publish
 
 
@@ -36,17 +35,8 @@ def add_history(add) -> None:
 
 
 def cmd_history(args) -> int:
-    from ..history.run import (
-        HistoryError,
-        box_shards,
-        check_catalogue,
-        check_places,
-        check_results,
-        plan,
-        run,
-        run_sharded,
-        summary,
-    )
+    from ..history.run import (HistoryError, box_shards, check_catalogue, check_places, check_results, plan, run,
+                               run_sharded, summary)
     from ..results.confirmations import ConfirmationsError
     from ..results.machine import detect_identity, machine_entry, machine_name, write_machine_file
     from ..site.publish import PublishError, check_site_places

@@ -10,8 +10,7 @@ import time
 from .. import catalogue, kernel_table
 from ..measuring.record import MeasuredCase, check_cases, device_info, select_cases
 from ..results.machine import with_nvml
-from . import EXIT_BAD_INPUT, print_table, writable_file_problem
-from . import args as types
+from . import EXIT_BAD_INPUT, args as types, print_table, writable_file_problem
 
 DEFAULT_CHECK_SHAPES = ("1024x1024x1024", "1000x1028x516")
 

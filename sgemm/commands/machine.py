@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import args as types
-from . import writable_file_problem
+from . import args as types, writable_file_problem
 
 
 def add_machine(add) -> None:
@@ -17,14 +16,8 @@ def add_machine(add) -> None:
 
 
 def cmd_machine(args) -> int:
-    from ..results.machine import (
-        MachineFileError,
-        detect_identity,
-        machine_entry,
-        machine_name,
-        machines_in,
-        write_machine_file,
-    )
+    from ..results.machine import (MachineFileError, detect_identity, machine_entry, machine_name, machines_in,
+                                   write_machine_file)
 
     path = Path(args.file).expanduser()
     if problem := writable_file_problem("--file", args.file):

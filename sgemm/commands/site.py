@@ -11,8 +11,7 @@ from ..gpu import Gpu
 from ..measuring.record import device_info
 from ..results.machine import live_gpu, with_nvml
 from ..words import counted
-from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, command_line, made_from_results
-from . import args as types
+from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, args as types, command_line, made_from_results
 
 
 def add_report(add) -> None:
@@ -161,15 +160,8 @@ def _report_across_gpus(args, kernels) -> int:
 
 
 def cmd_report(args) -> int:
-    from ..site.ladders import (
-        ReportError,
-        check_out,
-        check_results,
-        header_lines,
-        measured_points,
-        points_from_asv,
-        write_report,
-    )
+    from ..site.ladders import (ReportError, check_out, check_results, header_lines, measured_points, points_from_asv,
+                                write_report)
 
     try:
         check_out(Path(args.out), args.out)

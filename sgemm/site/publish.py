@@ -46,15 +46,8 @@ from .crossgpu import report_across_gpus, unmeasured_size, write_no_gpu_page
 from .ladders import ReportError
 from .merge import LockError, locked
 from .resources import newest_run, write_resource_page
-from .vendor import (
-    SiteError,
-    Vendored,
-    add_nav_link,
-    add_summary_margins,
-    drop_nav_item,
-    drop_unmeasured_list_rows,
-    vendor_assets,
-)
+from .vendor import (SiteError, Vendored, add_nav_link, add_summary_margins, drop_nav_item, drop_unmeasured_list_rows,
+                     vendor_assets)
 
 CROSS_GPU_DIR = "gpus"
 CROSS_GPU_LABEL = "Across GPUs"

@@ -29,16 +29,8 @@ from ..catalogue import Kernel
 from ..results import asvsuite, confirmations, resultstree
 from ..results.resultstree import FOUND, NO_STEP, UNKNOWN
 from ..words import counted
-from .series import (
-    Environment,
-    History,
-    Series,
-    SeriesPoint,
-    WatchError,
-    branch_commits,
-    configured_branch,
-    read_history,
-)
+from .series import (Environment, History, Series, SeriesPoint, WatchError, branch_commits, configured_branch,
+                     read_history)
 from .steps import MIN_SERIES, MIN_STEP, Step, find_steps, threshold
 
 NOTICES_FILE = "notices.json"

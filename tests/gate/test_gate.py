@@ -17,17 +17,8 @@ from conftest import LAUNCH_METHOD, seed_asv_virtualenv
 
 from sgemm.gate.changes import Selection, select_kernels
 from sgemm.gate.report import markdown
-from sgemm.gate.run import (
-    EXIT_PASS,
-    EXIT_REGRESSION,
-    EXIT_UNDECIDED,
-    MIXED,
-    PAIRED,
-    UNPAIRED,
-    GateResult,
-    Settings,
-    run_gate,
-)
+from sgemm.gate.run import (EXIT_PASS, EXIT_REGRESSION, EXIT_UNDECIDED, MIXED, PAIRED, UNPAIRED, GateResult, Settings,
+                            run_gate)
 from sgemm.gate.verdict import Verdict
 from sgemm.results.asvsuite import SuiteCase
 from sgemm.results.machine import write_machine_file
@@ -710,8 +701,7 @@ def test_paired_and_unpaired_cases_are_judged_as_one_gate(probed_repo, tmp_path,
 
 
 def test_launches_that_cannot_be_compared_send_every_case_unpaired_saying_why(probed_repo, tmp_path, monkeypatch):
-    from sgemm.gate import launches
-    from sgemm.gate import run as gate_run
+    from sgemm.gate import launches, run as gate_run
 
     repo, commit, _ = probed_repo
     base = git(repo, "rev-parse", "HEAD")

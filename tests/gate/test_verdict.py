@@ -7,27 +7,10 @@ import random
 
 import pytest
 
-from sgemm.gate.verdict import (
-    ENTRY_TOO_WIDE_LEVEL,
-    NOISE_CHECK_LEVEL,
-    Level,
-    Verdict,
-    benjamini_hochberg,
-    entry_contradicted,
-    judge,
-    noise_contradicted,
-    threshold_for,
-)
-from sgemm.rounds.evidence import (
-    FALSE_DISCOVERY_RATE,
-    Case,
-    Noise,
-    PairedRounds,
-    Rounds,
-    paired_effect,
-    spend,
-    unpaired_effect,
-)
+from sgemm.gate.verdict import (ENTRY_TOO_WIDE_LEVEL, NOISE_CHECK_LEVEL, Level, Verdict, benjamini_hochberg,
+                                entry_contradicted, judge, noise_contradicted, threshold_for)
+from sgemm.rounds.evidence import (FALSE_DISCOVERY_RATE, Case, Noise, PairedRounds, Rounds, paired_effect, spend,
+                                   unpaired_effect)
 
 
 def rounds(time_s, n=3, sd=0.002, clock_mhz=1980.0, clock_sd=0.0, rng=None, throttled_ms=0.0):

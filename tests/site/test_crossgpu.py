@@ -11,17 +11,8 @@ import pytest
 from sgemm.catalogue import load_catalogue
 from sgemm.figures import Figures
 from sgemm.gpu import Gpu
-from sgemm.site.crossgpu import (
-    bar_figure,
-    common_size,
-    gpu_runs,
-    html_with_code,
-    markdown_table,
-    read_runs,
-    report_across_gpus,
-    table,
-    write_cross_gpu,
-)
+from sgemm.site.crossgpu import (bar_figure, common_size, gpu_runs, html_with_code, markdown_table, read_runs,
+                                 report_across_gpus, table, write_cross_gpu)
 from sgemm.site.ladders import SM_CLOCK_NOTE, Point, ReportError
 
 KERNELS = load_catalogue()

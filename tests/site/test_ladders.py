@@ -10,25 +10,9 @@ from sgemm.gpu import Gpu
 from sgemm.measuring import record
 from sgemm.measuring.record import CaseResult
 from sgemm.site import ladders
-from sgemm.site.ladders import (
-    SM_CLOCK_NOTE,
-    Point,
-    ReportError,
-    header_lines,
-    ladder,
-    ladder_figure,
-    ladder_sizes,
-    markdown_table,
-    measured_points,
-    plot_ladder,
-    points_from_asv,
-    points_from_cases,
-    read_points,
-    seed_kernels,
-    series_styles,
-    size_tick_labels,
-    write_report,
-)
+from sgemm.site.ladders import (SM_CLOCK_NOTE, Point, ReportError, header_lines, ladder, ladder_figure, ladder_sizes,
+                                markdown_table, measured_points, plot_ladder, points_from_asv, points_from_cases,
+                                read_points, seed_kernels, series_styles, size_tick_labels, write_report)
 
 KERNELS = load_catalogue()
 SEEDS = {seed.number: seed for seed in seeds()}

@@ -13,18 +13,8 @@ from pathlib import Path
 import pytest
 
 from sgemm.catalogue import load_catalogue
-from sgemm.site.publish import (
-    CROSS_GPU_DIR,
-    CROSS_GPU_LABEL,
-    RESOURCE_DIR,
-    SITE_MARKER,
-    PublishError,
-    check_places,
-    check_site_places,
-    measured_benchmarks,
-    publish_site,
-    results_view,
-)
+from sgemm.site.publish import (CROSS_GPU_DIR, CROSS_GPU_LABEL, RESOURCE_DIR, SITE_MARKER, PublishError, check_places,
+                                check_site_places, measured_benchmarks, publish_site, results_view)
 from sgemm.site.vendor import CDN_ASSETS, PACKAGES, SUMMARY_MARGINS_SCRIPT
 from sgemm.watch.page import WatchPages
 

@@ -19,15 +19,8 @@ import pytest
 from conftest import LAUNCH_METHOD
 
 from sgemm.site import vendor
-from sgemm.site.vendor import (
-    CDN_ASSETS,
-    PACKAGES,
-    SUMMARY_MARGINS_SCRIPT,
-    SiteError,
-    add_nav_link,
-    add_summary_margins,
-    vendor_assets,
-)
+from sgemm.site.vendor import (CDN_ASSETS, PACKAGES, SUMMARY_MARGINS_SCRIPT, SiteError, add_nav_link,
+                               add_summary_margins, vendor_assets)
 from tools import site_screenshot as screenshot
 
 REQUIRE_CHROMIUM = os.environ.get("SGEMM_REQUIRE_CHROMIUM") == "1"

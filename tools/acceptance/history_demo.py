@@ -77,16 +77,8 @@ from pathlib import Path
 
 from sgemm.results import asvsuite
 from tools import site_screenshot
-from tools.acceptance.history_checks import (
-    AsvListing,
-    bench_regex,
-    case,
-    check,
-    check_notices,
-    expected_entries,
-    history_table,
-    set_regression_settings,
-)
+from tools.acceptance.history_checks import (AsvListing, bench_regex, case, check, check_notices, expected_entries,
+                                             history_table, set_regression_settings)
 from tools.acceptance.scenarios import ROOT, SCENARIOS, Commit, Demo, DemoError, Scenario, Slowdown, build_branch, git
 
 ARCHIVE = "history-demo.tar.gz"
