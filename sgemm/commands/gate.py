@@ -13,8 +13,9 @@ from . import EXIT_BAD_INPUT, EXIT_OK, args as types, writable_file_problem
 
 def add_gate(add) -> None:
     gate = add("gate", cmd_gate, "benchmark what a change can affect at two commits, round by round (base and head "
-               "builds side by side in each round's process, or, where the measuring code changed, each commit in "
-               "processes of its own), and judge each case; exit 0 pass, 1 a regression, 2 undecided. It measures "
+               "builds side by side in each round's process; where the measuring code changed, each case's launch "
+               "compared first, a case launched alike untimed), and judge each case; exit 0 pass, 1 a regression, "
+               "2 undecided. It measures "
                "the commits as committed: a working tree with uncommitted changes to kernels/, sgemm/, benchmarks/ "
                "or asv's configuration is refused (commit them and gate that commit, or stash them)", kernels=False)
     gate.add_argument("base", help="the commit the change starts from (e.g. the pull request's base)")

@@ -66,7 +66,7 @@ def add_bench(add) -> None:
     bench.add_argument("--json", type=types.path, help="also write every case's samples and telemetry to this file")
     bench.add_argument("--versus-baseline", action="store_true", help="also time each kernel paired with its "
                        "precision's cuBLAS in this process, L2 warm and flushed, and each alone for its joules "
-                       "per GEMM (about 9 s a kernel)")
+                       "per GEMM (seconds more a kernel)")
 
 
 def cmd_list(args) -> int:

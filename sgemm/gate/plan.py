@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..results.asvsuite import SuiteCase
 from ..rounds.session import ROUND_SETTINGS
+from ..words import counted
 from . import inputs
 from .changes import Selection
 from .noise import NoiseFileError, read
@@ -179,8 +180,8 @@ def describe(chosen: GatePlan, settings: Settings) -> list[str]:
               "code on the GPU; a case launched alike is SAME untimed, one the gate's code launches as each side does "
               "is paired, the others unpaired" if selection.everything else
               "paired: base and head builds side by side in each round's process")
-    lines = [f"{chosen.base[:12]} -> {chosen.head[:12]}: {len(chosen.cases)} cases of {len(selection.kernels)} "
-             f"kernels ({why or 'nothing to measure'})"]
+    lines = [f"{chosen.base[:12]} -> {chosen.head[:12]}: {counted(len(chosen.cases), 'case')} of "
+             f"{counted(len(selection.kernels), 'kernel')} ({why or 'nothing to measure'})"]
     if chosen.cases:
         lines.append(f"measured {method}")
     lines += [f"not measured, not declared: {message}" for message in selection.undeclared]

@@ -37,7 +37,7 @@ from .verify import VerificationError, verify
 EVENTS_VARIABLE = "SGEMM_CASE_EVENTS"
 # Every case of this asv run, as JSON [[kernel, m, n, k], ...]: the first benchmark process of a round measures them
 # all in its one process (one CUDA context, one NVBench run, compiles in parallel) rather than each in a process of
-# its own, which cost about a second of start-up a case.
+# its own, whose start-up would be paid again for every case.
 CASES_VARIABLE = "SGEMM_RUN_CASES"
 # A folder holding the reference commit's kernels and catalogue (sgemm.sourcetree), and that commit in a file: every
 # measured case is also timed paired against its build from there (CaseResult.reference).

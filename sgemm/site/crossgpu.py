@@ -20,7 +20,8 @@ from ..gpu import Gpu
 from ..results import asvsuite
 from ..results.resultstree import machines
 from ..style import PAGE_STYLE, html_with_code, palette
-from .ladders import SM_CLOCK_NOTE, NoGemmResults, Point, ReportError, gpu_from_dict, point_from_dict, points_from_asv
+from .ladders import (GENERATED_NOTE, SM_CLOCK_NOTE, NoGemmResults, Point, ReportError, gpu_from_dict, point_from_dict,
+                      points_from_asv)
 
 
 @dataclass(frozen=True)
@@ -176,8 +177,8 @@ def write_cross_gpu(out_dir: Path, runs: list[GpuRun], kernels: dict[str, Kernel
     """README.md, index.html (a page for the site), a PNG per precision and points.json; returns what was written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     title = f"GEMM kernels across GPUs, {size}x{size}x{size}"
-    markdown = [f"# {title}", "", *(f"- {line}" for line in header), *(f"- {line}" for line in _runs_lines(runs)),
-                "", NOTES, ""]
+    markdown = [GENERATED_NOTE, "", f"# {title}", "", *(f"- {line}" for line in header),
+                *(f"- {line}" for line in _runs_lines(runs)), "", NOTES, ""]
     page = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{PAGE_STYLE}</style></head><body>", '<p><a href="../index.html">&larr; benchmark history</a></p>',
             f"<h1>{html.escape(title)}</h1><ul>",

@@ -11,9 +11,10 @@ import pytest
 from sgemm.catalogue import load_catalogue
 from sgemm.figures import Figures
 from sgemm.gpu import Gpu
-from sgemm.site.crossgpu import (bar_figure, common_size, gpu_runs, html_with_code, markdown_table, read_runs,
-                                 report_across_gpus, table, write_cross_gpu)
-from sgemm.site.ladders import SM_CLOCK_NOTE, Point, ReportError
+from sgemm.site.crossgpu import (bar_figure, common_size, gpu_runs, markdown_table, read_runs, report_across_gpus,
+                                 table, write_cross_gpu)
+from sgemm.site.ladders import GENERATED_NOTE, SM_CLOCK_NOTE, Point, ReportError
+from sgemm.style import html_with_code
 
 KERNELS = load_catalogue()
 H100, H200 = "nvidia-h100-80gb-hbm3", "nvidia-h200"
@@ -110,7 +111,7 @@ def test_the_report_is_written_as_markdown_html_json_and_a_plot_per_precision(tw
 
     commit = two_gpu_results.commit[:12]
     readme = (out / "README.md").read_text()
-    assert readme.startswith("# GEMM kernels across GPUs, 2048x2048x2048\n\n"
+    assert readme.startswith(f"{GENERATED_NOTE}\n\n# GEMM kernels across GPUs, 2048x2048x2048\n\n"
                              "- Made: today\n- Command: `sgemm publish`\n")
     assert (f"- NVIDIA H100 80GB HBM3 (asv machine `{H100}`, commit {commit}; compute capability 9.0, 132 SMs, "
             "max SM clock 1980 MHz)") in readme
@@ -219,15 +220,10 @@ def test_machines_with_no_gemm_results_at_all_are_a_clear_error(two_gpu_results,
 def test_the_report_of_a_results_tree_is_at_the_shared_size_unless_one_is_given(two_gpu_results, tmp_path):
     written = report_across_gpus(two_gpu_results.results, tmp_path / "shared", KERNELS, ["header line"])
     assert (tmp_path / "shared" / "README.md") in written
-    assert (tmp_path / "shared" / "README.md").read_text().startswith("# GEMM kernels across GPUs, 2048x2048x2048")
+    shared = (tmp_path / "shared" / "README.md").read_text()
+    assert shared.startswith(f"{GENERATED_NOTE}\n\n# GEMM kernels across GPUs, 2048x2048x2048")
     report_across_gpus(two_gpu_results.results, tmp_path / "asked", KERNELS, [], size=1024)
     assert "| `fp32/naive` | 1.25 |" in (tmp_path / "asked" / "README.md").read_text()
-
-
-def test_inline_code_becomes_html_code_after_escaping():
-    assert html_with_code("Command: `sgemm publish --html site`") == "Command: <code>sgemm publish --html site</code>"
-    assert html_with_code("a <b> & `x<y>` and `z`") == "a &lt;b&gt; &amp; <code>x&lt;y&gt;</code> and <code>z</code>"
-    assert html_with_code("no code here") == "no code here"
 
 
 def test_the_page_renders_code_spans_and_says_how_the_clock_is_read(runs, tmp_path):

@@ -10,9 +10,10 @@ from sgemm.gpu import Gpu
 from sgemm.measuring import record
 from sgemm.measuring.record import CaseResult
 from sgemm.site import ladders
-from sgemm.site.ladders import (SM_CLOCK_NOTE, Point, ReportError, header_lines, ladder, ladder_figure, ladder_sizes,
-                                markdown_table, measured_points, plot_ladder, points_from_asv, points_from_cases,
-                                read_points, seed_kernels, series_styles, size_tick_labels, write_report)
+from sgemm.site.ladders import (GENERATED_NOTE, SM_CLOCK_NOTE, Point, ReportError, header_lines, ladder, ladder_figure,
+                                ladder_sizes, markdown_table, measured_points, plot_ladder, points_from_asv,
+                                points_from_cases, read_points, seed_kernels, series_styles, size_tick_labels,
+                                write_report)
 
 KERNELS = load_catalogue()
 SEEDS = {seed.number: seed for seed in seeds()}
@@ -95,7 +96,8 @@ def test_the_report_holds_every_seed_table_and_a_plot_per_ladder(tmp_path):
     names = {p.name for p in written}
     assert {"README.md", "points.json", "000-fp32.png", "001-fp32.png", "001-fp16.png", "004-fp32.png"} <= names
     readme = (tmp_path / "README.md").read_text()
-    assert "# Seed ladders on NVIDIA H100 80GB HBM3" in readme and "- Date: today" in readme
+    assert readme.startswith(f"{GENERATED_NOTE}\n\n# Seed ladders on NVIDIA H100 80GB HBM3")
+    assert "- Date: today" in readme
     assert SM_CLOCK_NOTE in readme and "mean" not in readme.lower()
     assert "| Transposed | `fp32/float4` | 18.00 | 72.0 |" in readme  # seed 001's table is at 2048
     assert (tmp_path / "001-fp16.png").read_bytes()[:4] == b"\x89PNG"

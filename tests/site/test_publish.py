@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from sgemm.catalogue import load_catalogue
+from sgemm.site.ladders import GENERATED_NOTE
 from sgemm.site.publish import (CROSS_GPU_DIR, CROSS_GPU_LABEL, RESOURCE_DIR, SITE_MARKER, PublishError, check_places,
                                 check_site_places, measured_benchmarks, publish_site, results_view)
 from sgemm.site.vendor import CDN_ASSETS, PACKAGES, SUMMARY_MARGINS_SCRIPT
@@ -121,7 +122,7 @@ def test_a_size_can_be_chosen_for_the_cross_gpu_page(two_gpu_results, npm_cache,
     site = publish_site(two_gpu_results.repo, two_gpu_results.results, tmp_path / "html", KERNELS, [], size=4096,
                         npm_cache=npm_cache)
     readme = (tmp_path / "html" / CROSS_GPU_DIR / "README.md").read_text()
-    assert site.cross_gpu and readme.startswith("# GEMM kernels across GPUs, 4096x4096x4096\n")
+    assert site.cross_gpu and readme.startswith(f"{GENERATED_NOTE}\n\n# GEMM kernels across GPUs, 4096x4096x4096\n")
     assert "| `fp32/float4` | - | - | - | - | 52.50 | 70.0 | 78.5 | 1834 |" in readme  # the H100 ran no 4096
 
 
