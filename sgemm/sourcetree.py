@@ -24,12 +24,13 @@ class TreeError(RuntimeError):
     """The commit's tree cannot be exported or read; the message says which commit and why."""
 
 
-def export(repo: Path, commit: str, dest: Path) -> Path:
-    """Write the commit's kernels and catalogue under `dest` (made new) and return it."""
-    done = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit, KERNELS, CATALOGUE],
-                          capture_output=True)
+def export(repo: Path, commit: str, dest: Path, paths: tuple[str, ...] = (KERNELS, CATALOGUE),
+           what: str = "kernels") -> Path:
+    """Write the commit's kernels and catalogue (or the other `paths` of it, `what` they are) under `dest` (made new)
+    and return it."""
+    done = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit, *paths], capture_output=True)
     if done.returncode:
-        raise TreeError(f"cannot export the kernels of {commit[:12]}: "
+        raise TreeError(f"cannot export the {what} of {commit[:12]}: "
                         f"{done.stderr.decode(errors='replace').strip() or 'git archive failed'}")
     dest.mkdir(parents=True, exist_ok=False)
     with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:

@@ -67,6 +67,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="tests the behaviour without a GPU, and this machine has one"))
 
 
+# A one-line message held to its pieces, for the bad-input tables of the commands and the catalogue.
+def says(line: str, message: str) -> bool:
+    """Whether `line` holds each piece of `message` (pieces apart: " … "), in that order."""
+    at = 0
+    for piece in message.split(" … "):
+        at = line.find(piece, at)
+        if at < 0:
+            return False
+        at += len(piece)
+    return True
+
+
 @pytest.fixture
 def asv_run_suite(tmp_path):
     """Run `asv run` (current interpreter, samples recorded) on a one-module suite in a fresh git repo; returns the

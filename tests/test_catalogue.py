@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from conftest import says
 
 from sgemm import catalogue, sourcetree
 from sgemm.catalogue import KERNEL_DIR, CatalogueError, UnknownKernelError, load_catalogue
@@ -996,17 +997,6 @@ SEED_ERRORS = [
      "[[seed]] table 1 (counting from 1): file must be a non-empty string, got ''"),
     ("seed name a number", added(D, "sizes = [4096]", "name = 4"), "name must be a non-empty string, got 4"),
 ]
-
-
-def says(line: str, message: str) -> bool:
-    """Whether `line` holds each piece of `message` (pieces apart: " … "), in that order."""
-    at = 0
-    for piece in message.split(" … "):
-        at = line.find(piece, at)
-        if at < 0:
-            return False
-        at += len(piece)
-    return True
 
 
 def _broken_copy(root: Path, setup) -> Path:

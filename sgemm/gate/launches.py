@@ -15,15 +15,14 @@ measured:
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
-import tarfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import sourcetree
 from ..rounds.pairs import Pair
 
 PROBE = Path(__file__).with_name("launch_probe.py")
@@ -49,15 +48,10 @@ class LaunchSorting:
 
 def export_code(repo: Path, commit: str, dest: Path) -> Path:
     """The commit's package, catalogue and kernels under `dest` (made new): the code its own probe imports."""
-    done = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit, *CODE_PATHS],
-                          capture_output=True)
-    if done.returncode:
-        raise LaunchCompareError(f"cannot export the code of {commit[:12]}: "
-                                 f"{done.stderr.decode(errors='replace').strip() or 'git archive failed'}")
-    dest.mkdir(parents=True, exist_ok=False)
-    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
-        archive.extractall(dest, filter="data")
-    return dest
+    try:
+        return sourcetree.export(repo, commit, dest, CODE_PATHS, what="code")
+    except sourcetree.TreeError as exc:
+        raise LaunchCompareError(str(exc)) from exc
 
 
 def same_code(package: Path, tree: Path) -> bool:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import says
 
 from sgemm import catalogue, cli
 
@@ -144,17 +145,6 @@ def checkout_state() -> dict[Path, tuple[int, int]]:
             stat = path.lstat()
             state[path] = (stat.st_size, stat.st_mtime_ns)
     return state
-
-
-def says(line: str, message: str) -> bool:
-    """Whether `line` holds each piece of `message` (pieces apart: " … "), in that order."""
-    at = 0
-    for piece in message.split(" … "):
-        at = line.find(piece, at)
-        if at < 0:
-            return False
-        at += len(piece)
-    return True
 
 
 @pytest.fixture
