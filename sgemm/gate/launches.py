@@ -16,6 +16,7 @@ measured:
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -168,8 +169,6 @@ def probe_sides(repo: Path, base: str, head: str, pairs: list[Pair], device: int
                 changed: str, time_equal: bool = False) -> LaunchSorting:
     """Export both commits' code, describe every case as each side's code launches it (the two probes at once), and
     sort the cases (sort_cases); the gate's own code is probed only for the cases whose launch changed."""
-    import shutil
-
     shutil.rmtree(work_dir, ignore_errors=True)  # an earlier gate's exports and descriptions: made again
     trees = {side: export_code(repo, commit, work_dir / "code" / side) for side, commit in (("base", base),
                                                                                           ("head", head))}

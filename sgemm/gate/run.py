@@ -110,7 +110,6 @@ class GateResult:
         return EXIT_PASS
 
 
-
 def _schedule(settings: Settings) -> Schedule:
     return Schedule(settings.rounds, max(settings.rounds, settings.max_rounds))
 
@@ -233,11 +232,10 @@ def run_gate(repo: Path, base: str, head: str, selection: Selection, cases: list
                                       compute_capability))
         except PairingError as exc:
             result.unpaired_because = f"the two commits' kernels cannot be built side by side: {exc}"
-            unpaired = paired + unpaired
+            paired, unpaired = [], paired + unpaired
     if unpaired:
         parts.append(_unpaired_part(result, repo, unpaired, work_dir / "unpaired", device, gpu_check, asv_config))
-    timed_paired = len(parts) > bool(unpaired)
-    result.method = MIXED if timed_paired and unpaired else UNPAIRED if unpaired else PAIRED
+    result.method = MIXED if paired and unpaired else UNPAIRED if unpaired else PAIRED
     _judge(result, parts)
     result.wall_s = time.monotonic() - started
     return result
