@@ -45,7 +45,7 @@ if [[ " $steps " == *" history "* ]]; then
     git reset -q --hard "$(git commit-tree "$head^{tree}" -p 8eee5b0 -m "the tree of main at ${head:0:12}")"
     git log --first-parent --format='%h %s' -3 | cut -c1-100 >> "$OUT/summary.txt"
     SECONDS=0
-    python3 -m sgemm history --first 3 --gpus all --results /tmp/hist-results --html /tmp/hist-html \
+    timeout "${HISTORY_TIMEOUT_S:-540}" python3 -m sgemm history --first 3 --gpus all --results /tmp/hist-results --html /tmp/hist-html \
         --work /tmp/hist-work --npm-cache "$src/.npm-cache" > "$OUT/history.log" 2>&1
     echo "history: exit $? after ${SECONDS} s" | tee -a "$OUT/summary.txt"
     # Every series of the three commits: a benchmark's parameters with a figure at some commit, and at how many.
