@@ -48,6 +48,9 @@ if [[ " $steps " == *" history "* ]]; then
     timeout "${HISTORY_TIMEOUT_S:-540}" python3 -m sgemm history --first 3 --gpus all --results /tmp/hist-results --html /tmp/hist-html \
         --work /tmp/hist-work --npm-cache "$src/.npm-cache" > "$OUT/history.log" 2>&1
     echo "history: exit $? after ${SECONDS} s" | tee -a "$OUT/summary.txt"
+    for log in /tmp/hist-work/gpu-*/asv.log; do  # where each shard's time went, should it not finish
+        echo "== $log" && tail -n 40 "$log"
+    done > "$OUT/asv-logs.txt" 2>&1
     # Every series of the three commits: a benchmark's parameters with a figure at some commit, and at how many.
     python3 - /tmp/hist-results <<'PY' | tee -a "$OUT/summary.txt"
 import collections, math, sys

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shlex
 import shutil
 import subprocess
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from ..measuring.record import CASES_VARIABLE, EVENTS_VARIABLE, NVBENCH_ARGS_VARIABLE
 from ..results import asvsuite
-from ..results.asvconf import write_asv_config
+from ..results.asvconf import run_environment, write_asv_config
 from ..results.asvsuite import SuiteCase
 from ..rounds.evidence import Case, Rounds
 from ..rounds.pairs import Pair
@@ -56,9 +55,7 @@ def run_continuous(config: Path, machine: str, base: str, head: str, cases: list
         command += ["--bench", case.pattern()]
     print(f"sgemm gate: asv continuous over {len(cases)} cases x {len(asvsuite.GATE_TRACKS)} tracks, "
           f"{rounds} rounds per commit", file=sys.stderr)
-    # asv turns ASV_PYTHONPATH into PYTHONPATH for a virtualenv's processes, and its benchmark runner then removes
-    # those paths from sys.path, even where the environment's .pth file (SGEMM_CUDA_SITE) had put them.
-    env = {key: value for key, value in os.environ.items() if key != "ASV_PYTHONPATH"}
+    env = run_environment()
     env[EVENTS_VARIABLE] = str(events)  # why a case failed or was skipped
     env[NVBENCH_ARGS_VARIABLE] = shlex.join(nvbench_args)
     env[CASES_VARIABLE] = json.dumps([[case.kernel, *case.shape] for case in cases])  # one process a round

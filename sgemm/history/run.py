@@ -38,7 +38,7 @@ from ..git import GitError, git
 from ..measuring.record import CASES_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
 from ..measuring.resources import PROGRESS_VARIABLE
 from ..results import asvsuite, resultstree
-from ..results.asvconf import write_asv_config
+from ..results.asvconf import run_environment, write_asv_config
 from ..words import counted
 from ..writable import folder_problem
 from . import recorded
@@ -196,7 +196,7 @@ def _asv_environment(cases: list[asvsuite.SuiteCase] = (), reference: Path | Non
     """The environment of an `asv run`: the CUDA stack linked in, the run's cases (measured in one process a round),
     the reference tree every case is also timed against, and the file the resource compile reports to."""
     site_dirs = cuda_site()
-    env = dict(os.environ, SGEMM_CUDA_SITE=site_dirs, LD_LIBRARY_PATH=library_path(site_dirs))
+    env = dict(run_environment(), SGEMM_CUDA_SITE=site_dirs, LD_LIBRARY_PATH=library_path(site_dirs))
     env[CASES_VARIABLE] = json.dumps([[case.kernel, *case.shape] for case in cases])
     if reference:
         env[REFERENCE_VARIABLE] = str(reference)

@@ -5,6 +5,8 @@ file (`source`), so that a change under test cannot change how either commit is 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -20,3 +22,10 @@ def write_asv_config(repo: Path, path: Path, source: Path | None = None, **direc
     # a character beyond the BMP (an emoji in a folder's name) into two lone surrogates that no path can hold.
     path.write_text(json.dumps(conf, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+def run_environment(base: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment an `asv run` or `asv continuous` of virtualenv environments is started with: `base` less
+    ASV_PYTHONPATH, which asv turns into PYTHONPATH for a virtualenv's processes and its benchmark runner then removes
+    from sys.path, even where the environment's .pth file (SGEMM_CUDA_SITE) had put those paths there."""
+    return {key: value for key, value in base.items() if key != "ASV_PYTHONPATH"}

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from sgemm.results.asvconf import write_asv_config
+from sgemm.results.asvconf import run_environment, write_asv_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,3 +32,16 @@ def test_a_folder_named_with_an_emoji_reaches_asv_as_it_is_named(tmp_path):
     config = Config.load(str(path))
     assert (config.html_dir, config.results_dir) == (str(site), str(results))
     Path(config.html_dir).mkdir()  # what asv publish does first
+
+
+def test_the_history_and_the_gate_start_asv_without_asv_pythonpath(monkeypatch):
+    """asv would make it the PYTHONPATH of every benchmark process of a virtualenv and then strip those paths, the
+    linked CUDA stack's among them; the history and the gate's unpaired rounds both start asv through this."""
+    from sgemm.history import run
+
+    monkeypatch.setenv("ASV_PYTHONPATH", "/somewhere/site")
+    monkeypatch.setenv("SGEMM_CUDA_SITE", "/cuda/site")
+    assert "ASV_PYTHONPATH" not in run_environment()
+    assert run_environment({"A": "1", "ASV_PYTHONPATH": "x"}) == {"A": "1"}
+    env = run._asv_environment()
+    assert "ASV_PYTHONPATH" not in env and env["SGEMM_CUDA_SITE"] == "/cuda/site"
