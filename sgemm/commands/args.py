@@ -50,6 +50,7 @@ def integer_at_least(lowest: int, what: str):
 
 
 size = integer_at_least(1, "a size")
+extra_rounds = integer_at_least(0, "--extra-rounds")
 commit_count = integer_at_least(1, "--first")
 device = integer_at_least(0, "a device index")
 

@@ -6,8 +6,10 @@ import sys
 from pathlib import Path
 
 from ..catalogue import CatalogueError, UnknownKernelError
+from ..gate.looks import EXTRA_ROUNDS
 from ..gate.run import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
 from ..rounds.evidence import MIN_ROUNDS
+from ..rounds.session import L2_FLUSHED, L2_MODES
 from . import EXIT_BAD_INPUT, EXIT_OK, args as types, writable_file_problem
 
 
@@ -34,6 +36,9 @@ def add_gate(add) -> None:
                       help=f"interleaved rounds per commit, at least {MIN_ROUNDS} (default {DEFAULT_ROUNDS})")
     gate.add_argument("--max-rounds", type=types.rounds, default=DEFAULT_MAX_ROUNDS,
                       help=f"rounds per commit for a case whose verdict is still open (default {DEFAULT_MAX_ROUNDS})")
+    gate.add_argument("--extra-rounds", type=types.extra_rounds, default=EXTRA_ROUNDS,
+                      help=f"rounds past --max-rounds for the few cases still open then (default {EXTRA_ROUNDS}; 0: "
+                      "none)")
     gate.add_argument("--noise", type=types.path, help="round-to-round noise of unchanged code, from `sgemm noise` "
                       "(default: noise/MACHINE.json as the base commit has it, if it has one; "
                       "the head's is never read)")
@@ -49,7 +54,17 @@ def add_gate(add) -> None:
                       "program too (an A/A gate), instead of calling them SAME untimed")
     gate.add_argument("--unpaired", action="store_true", help="measure each commit in processes of its own, as when "
                       "the measuring code changed, even where base and head could share a process")
+    gate.add_argument("--gpus", type=types.gpu_count, default="1", help="how many of the GPUs this process may use "
+                      "(CUDA_VISIBLE_DEVICES, where set) to spread the paired cases over, by cost, each case's rounds "
+                      "on one card; 'all' for every one (default 1: --device alone); the cards must be one model")
+    gate.add_argument("--l2", choices=L2_MODES, default=L2_FLUSHED, help="paired rounds: L2 flushed before every "
+                      "launch, outside the timed events (default), or warm, the builds' inputs left in L2")
     gate.add_argument("--dry-run", action="store_true", help="list the cases the change selects; measure nothing")
+    gate.add_argument("--cpu-check", action="store_true", help="with --dry-run: compile both sides of every case on "
+                      "this CPU for every architecture the catalogue tracks (NVRTC, no GPU) and say whether anything "
+                      "is left for a GPU to time; exit 0 when it could say, 2 when it could not")
+    gate.add_argument("--plan", type=types.path, metavar="FILE", help="with --cpu-check: write its answer here as "
+                      "JSON (gpu_needed, to_time, each case and why)")
 
 
 def add_noise(add) -> None:
@@ -82,14 +97,31 @@ def cmd_gate(args) -> int:
     if problem or (args.report and (problem := writable_file_problem("--report", args.report))):
         print(f"sgemm gate: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if problem := _cpu_check_problem(args):
+        print(f"sgemm gate: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    devices: tuple[int, ...] = ()
+    if args.gpus != "1" and args.device != 0:
+        print(f"sgemm gate: --gpus {args.gpus} takes the first cards this process may use: leave out --device "
+              f"{args.device} (CUDA_VISIBLE_DEVICES names the cards)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.gpus != "1" and not args.dry_run:
+        from ..measuring.cards import CardsError, choose, visible_cards
+
+        try:
+            devices = tuple(card.cuda_index for card in choose(visible_cards(), args.gpus))
+        except CardsError as exc:
+            print(f"sgemm gate: --gpus {args.gpus}: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     request = Request(
         Path(args.repo).resolve(), args.base, args.head, tuple(args.kernel), tuple(args.size or ()), not args.no_sweep,
-        Settings(args.threshold, tuple(args.threshold_for), args.rounds, args.max_rounds,
-                 time_unchanged=args.time_unchanged, pairing=not args.unpaired),
+        Settings(args.threshold, tuple(args.threshold_for), args.rounds, args.max_rounds, args.extra_rounds,
+                 time_unchanged=args.time_unchanged, pairing=not args.unpaired, l2=args.l2),
         Path(args.work).resolve() if args.work else None, args.machine, Path(args.report) if args.report else None,
-        Path(args.noise) if args.noise else None, args.device)
+        Path(args.noise) if args.noise else None, args.device, devices)
     try:
-        return gate(request, dry_run=args.dry_run)
+        return gate(request, dry_run=args.dry_run, cpu_check=args.cpu_check,
+                    cpu_plan=Path(args.plan) if args.plan else None)
     except (GateError, UnknownKernelError, CatalogueError) as exc:
         print(f"sgemm gate: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return EXIT_UNDECIDED
@@ -97,6 +129,23 @@ def cmd_gate(args) -> int:
         print(f"sgemm gate: failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
               file=sys.stderr)
         return EXIT_UNDECIDED
+
+
+def _cpu_check_problem(args) -> str | None:
+    """What is wrong with --cpu-check and --plan as given, NVRTC's absence included; None when nothing is."""
+    if args.cpu_check and not args.dry_run:
+        return "--cpu-check goes with --dry-run: it times nothing"
+    if args.plan and not args.cpu_check:
+        return "--plan goes with --cpu-check: it is where that check writes its answer"
+    if args.plan and (problem := writable_file_problem("--plan", args.plan)):
+        return problem
+    if args.cpu_check:
+        from ..gate.cpu_check import nvrtc_problem
+
+        if problem := nvrtc_problem():
+            return f"--cpu-check: {problem}: it compiles both sides with NVRTC (the cuda13 extra installs it: " \
+                   "scripts/venv.sh)"
+    return None
 
 
 def cmd_noise(args) -> int:

@@ -1,21 +1,38 @@
 """A gate's rounds, look by look: measure every case, judge, measure again only the cases still open, until each is
 decided or the most rounds allowed are spent (sgemm.gate.verdict says how each look is judged).
 
+Up to `max_rounds` every open case gets the rounds its look asks for. Past them, only where few cases are still open
+(at most `few_open` of the family, and at least one): those go on, up to `extra_rounds` more, on a share of the
+false-discovery rate kept for them from the start (`reserve`); where more are open, they end NOT POWERED there. A round
+of a few cases is short, and a gate of hundreds of cases then ends with a verdict on each.
+
+The whole noise file is checked once, at the first look, over every case's first rounds: at a later look the cases
+still open are those whose rounds happened to spread most, and a check over them alone would find any file too
+narrow.
+
 The measuring is given as a function, so that the same procedure runs on a GPU (the gate) and on simulated rounds
 (tools/simulate/simulate_gates.py and the tests), and what the simulations show is what the gate does.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..rounds.evidence import FALSE_DISCOVERY_RATE, MIN_ROUNDS, POWER, Case, spend
-from .verdict import EXPECTED_CHANGES, Comparison, Level, judge
+from ..rounds.evidence import FALSE_DISCOVERY_RATE, MIN_ROUNDS, POWER, Case
+from .verdict import EXPECTED_CHANGES, Comparison, Level, Spending, finalised, judge, noise_contradicted
 
 # measure(labels, rounds): each of these cases with `rounds` rounds a side in all (the earlier rounds kept), or the
 # cases it could not measure left out (the gate reports why).
 Measure = Callable[[list[str], int], dict[str, Case]]
+
+EXTRA_ROUNDS = 6  # past max_rounds, for the few cases still open
+# The share of the rate kept for those rounds: enough that a case whose spread sat just above what nine rounds needed
+# decides within them, little enough that the first looks, which decide most cases, lose little.
+RESERVE = 0.2
+FEW_OPEN_SHARE = 0.05  # "few": at most this share of the family ...
+FEW_OPEN_AT_LEAST = 2  # ... or this many, whichever is more
 
 
 @dataclass(frozen=True)
@@ -25,6 +42,17 @@ class Schedule:
     rate: float = FALSE_DISCOVERY_RATE
     expected_changes: int = EXPECTED_CHANGES
     power: float = POWER
+    extra_rounds: int = EXTRA_ROUNDS
+    reserve: float = RESERVE
+
+    @property
+    def spending(self) -> Spending:
+        extra = self.extra_rounds if self.extra_rounds > 0 else 0
+        return Spending(self.rate, self.max_rounds, extra, self.reserve if extra else 0.0)
+
+    def few_open(self, family: int) -> int:
+        """How many open cases may go on past max_rounds."""
+        return max(FEW_OPEN_AT_LEAST, math.floor(FEW_OPEN_SHARE * family)) if self.extra_rounds > 0 else 0
 
 
 @dataclass
@@ -32,31 +60,47 @@ class LooksOutcome:
     comparisons: dict[str, Comparison]  # by label, each as decided at its last look
     rounds: int  # the most rounds a side any case got
     looks: int
+    extended: int = 0  # cases that went on past max_rounds
 
 
 def run_looks(labels: list[str], measure: Measure, schedule: Schedule = Schedule(),
-              controls: frozenset[str] = frozenset()) -> LooksOutcome:
+              controls: frozenset[str] = frozenset(),
+              on_look: Callable[[list[Comparison]], None] | None = None) -> LooksOutcome:
     """Every case decided, or undecided at the most rounds allowed. Controls are measured with the first look alone
-    and judged as context."""
+    and judged as context. `on_look` is told, after each look that leaves cases open, how they stand: the gate gives
+    each its time in the rounds to come by it."""
     family = len([label for label in labels if label not in controls])
+    spending = schedule.spending
+    horizon = schedule.max_rounds + spending.extra_rounds
     decided: dict[str, Comparison] = {}
-    open_labels, rounds, rounds_before, looks = list(labels), schedule.rounds, 0, 0
+    open_labels, rounds, rounds_before, looks, extended = list(labels), schedule.rounds, 0, 0, 0
+    file_note = None
     while open_labels:
         cases = measure(open_labels, rounds)
+        present = [cases[label] for label in open_labels if label in cases]
+        if not looks:
+            file_note = noise_contradicted(present)
         looks += 1
-        final = rounds >= schedule.max_rounds
-        level = Level(spend(rounds, rounds_before, schedule.max_rounds, schedule.rate), family, schedule.max_rounds,
-                      rounds_before, final, schedule.expected_changes, schedule.power)
-        comparisons = judge([cases[label] for label in open_labels if label in cases], level)
+        past_main = rounds >= schedule.max_rounds
+        level = Level(spending.alpha(rounds, rounds_before), family, horizon if past_main else schedule.max_rounds,
+                      rounds_before, final=rounds >= horizon, expected_changes=schedule.expected_changes,
+                      power=schedule.power, spending=spending)
         still_open = []
-        for comparison in comparisons:
-            if comparison.open and not final and not comparison.case.is_control:
+        for comparison in judge(present, level, file_note):
+            if comparison.open and not comparison.case.is_control:
                 still_open.append(comparison)
             else:
-                decided[comparison.label] = comparison
+                decided[comparison.label] = finalised(comparison)
+        if still_open and past_main and (rounds >= horizon or len(still_open) > schedule.few_open(family)):
+            decided.update((c.label, finalised(c)) for c in still_open)
+            still_open = []
         if not still_open:
             break
+        if past_main and rounds_before < schedule.max_rounds:
+            extended = len(still_open)
+        if on_look:
+            on_look(still_open)
         open_labels = [comparison.label for comparison in still_open]
-        wanted = max(comparison.rounds_needed or schedule.max_rounds for comparison in still_open)
-        rounds_before, rounds = rounds, min(schedule.max_rounds, max(rounds + 1, wanted))
-    return LooksOutcome(decided, rounds, looks)
+        wanted = max(comparison.rounds_needed or level.max_rounds for comparison in still_open)
+        rounds_before, rounds = rounds, min(level.max_rounds, max(rounds + 1, wanted))
+    return LooksOutcome(decided, rounds, looks, extended)

@@ -53,7 +53,13 @@ def learn(results_dir: Path, machine: str) -> tuple[dict[str, Noise], int]:
                 mean = sum(logs) / len(logs)
                 squares[case.label] = squares.get(case.label, 0.0) + sum((x - mean) ** 2 for x in logs)
                 dfs[case.label] = dfs.get(case.label, 0) + len(logs) - 1
-    return {label: Noise(math.sqrt(squares[label] / dfs[label]), dfs[label]) for label in squares}, len(runs)
+    return _learned(squares, dfs), len(runs)
+
+
+def _learned(squares: dict[str, float], dfs: dict[str, int]) -> dict[str, Noise]:
+    """Each case's pooled sd and degrees of freedom; a case whose rounds all read the same figure teaches nothing
+    of its spread and is left out."""
+    return {label: Noise(math.sqrt(squares[label] / dfs[label]), dfs[label]) for label in squares if squares[label] > 0}
 
 
 def round_files(work_dir: Path) -> list[Path]:
@@ -106,8 +112,7 @@ def learn_paired(work_dirs: list[Path]) -> tuple[dict[str, Noise], int, dict | N
     if len(settings) > 1:
         raise NoiseFileError("these gates timed their rounds in different ways, whose noise cannot be pooled: "
                              + "; ".join(json.dumps(used, sort_keys=True) for used in settings))
-    noise = {label: Noise(math.sqrt(squares[label] / dfs[label]), dfs[label]) for label in squares}
-    return noise, gates, settings[0] if settings else None
+    return _learned(squares, dfs), gates, settings[0] if settings else None
 
 
 @dataclass
@@ -171,9 +176,8 @@ def read(path: Path, machine: str | None, paired_round: dict | None = None
             raise NoiseFileError(f"{path} is not a noise file: it holds no JSON object")
         if machine is not None and data.get("machine") != machine:
             raise NoiseFileError(f"{path} is the noise of machine {data.get('machine')!r}, not of {machine!r}")
-        noise = {method: {label: Noise(float(entry["sd"]), int(entry["df"])) for label, entry in data[key].items()
-                          if float(entry["sd"]) >= 0 and int(entry["df"]) > 0}
-                 for method, key in (("unpaired", "cases"), ("paired", "paired")) if key in data}
+        noise = {method: _entries(path, key, data[key]) for method, key in (("unpaired", "cases"), ("paired", "paired"))
+                 if key in data}
     except NoiseFileError:
         raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -185,6 +189,22 @@ def read(path: Path, machine: str | None, paired_round: dict | None = None
         return noise, (f"{path}: its paired noise was set aside: learned from rounds timed with {learned_with}, "
                        f"and these rounds are timed with {json.dumps(paired_round, sort_keys=True)}")
     return noise, None
+
+
+def _entries(path: Path, section: str, entries: dict) -> dict[str, Noise]:
+    """A section's entries, each an sd above zero with its degrees of freedom; NoiseFileError naming the first entry
+    that is not (an entry of sd 0 would make any difference of its case certain)."""
+    if not isinstance(entries, dict):
+        raise NoiseFileError(f"{path} is not a noise file: its {section!r} section is not an object")
+    found = {}
+    for label, entry in entries.items():
+        if not isinstance(entry, dict) or "sd" not in entry or "df" not in entry:
+            raise NoiseFileError(f"{path}: {section} entry {label!r} lacks its sd or df")
+        try:
+            found[label] = Noise(float(entry["sd"]), entry["df"])
+        except (TypeError, ValueError) as exc:
+            raise NoiseFileError(f"{path}: {section} entry {label!r}: {exc}") from None
+    return found
 
 
 def default_path(repo: Path, machine: str) -> Path:

@@ -9,13 +9,29 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ..results.asvsuite import SuiteCase
-from ..rounds.session import ROUND_SETTINGS
+from ..rounds.session import round_settings
 from ..words import counted
 from . import inputs
 from .changes import Selection
 from .noise import NoiseFileError, read
 from .report import markdown
 from .run import EXIT_PASS, EXIT_UNDECIDED, GateError, Settings, run_gate
+
+
+def _cpu_check(request: Request, chosen: GatePlan, cpu_plan: Path | None) -> int:
+    from . import cpu_check
+
+    try:
+        found = cpu_check.check(request.repo, chosen.base, chosen.head, chosen.selection, chosen.cases,
+                                request.settings.time_unchanged, request.settings.pairing)
+    except cpu_check.CpuCheckError as exc:
+        raise GateError(str(exc)) from exc
+    if cpu_plan:
+        cpu_check.write(found, cpu_plan)
+    for case in found.cases:
+        print(f"{case.label}: {case.why}")
+    print(f"sgemm gate: {found.line()}", file=sys.stderr)
+    return EXIT_UNDECIDED if found.undeclared else EXIT_PASS
 
 
 def publish_report(text: str, path: Path | None) -> None:
@@ -119,6 +135,7 @@ class Request:
     report: Path | None = None
     noise_file: Path | None = None
     device: int = 0
+    devices: tuple[int, ...] = ()  # the cards to spread the paired cases over (--gpus); empty: `device` alone
 
 
 @dataclass(frozen=True)
@@ -188,13 +205,17 @@ def describe(chosen: GatePlan, settings: Settings) -> list[str]:
     return lines
 
 
-def gate(request: Request, dry_run: bool = False) -> int:
-    """The gate from the command line: plan, measure, judge, report. Returns the exit status."""
+def gate(request: Request, dry_run: bool = False, cpu_check: bool = False, cpu_plan: Path | None = None) -> int:
+    """The gate from the command line: plan, measure, judge, report. Returns the exit status. A dry run lists the
+    cases; with `cpu_check`, it also compiles both sides of each on this CPU and says whether anything is left for a
+    GPU to time (sgemm.gate.cpu_check), into `cpu_plan` when given."""
     from ..results.machine import detect_identity, machine_entry, machine_name, write_machine_file
 
     chosen = plan(request)
     for line in describe(chosen, request.settings):
         print(f"sgemm gate: {line}", file=sys.stderr)
+    if dry_run and cpu_check:
+        return _cpu_check(request, chosen, cpu_plan)
     if dry_run:
         for case in chosen.cases:
             print(case.label)
@@ -215,7 +236,7 @@ def gate(request: Request, dry_run: bool = False) -> int:
     noise_file = request.noise_file or judged_by.noise_file
     if chosen.cases and noise_file:
         try:
-            noise, set_aside = read(noise_file, machine, asdict(ROUND_SETTINGS))
+            noise, set_aside = read(noise_file, machine, asdict(round_settings(settings.l2)))
         except NoiseFileError as exc:
             raise GateError(str(exc)) from exc
         settings = replace(settings, noise=noise, noise_note=set_aside or "")
@@ -225,7 +246,7 @@ def gate(request: Request, dry_run: bool = False) -> int:
         write_machine_file(machine_entry(identity, machine))  # asv asks interactively for a machine it does not know
     result = run_gate(request.repo, chosen.base, chosen.head, chosen.selection, chosen.cases, machine, work_dir,
                       settings, request.device, compute_capability=identity.compute_capability if identity else 90,
-                      asv_config=judged_by.asv_config)
+                      asv_config=judged_by.asv_config, devices=list(request.devices) or None)
     gpu_line = (f"{identity.name}, compute capability {identity.compute_capability_text}, driver {identity.driver}, "
                 f"max SM clock {identity.max_sm_clock_mhz:.0f} MHz") if identity else "not used"
     text = markdown(result, gpu_line)

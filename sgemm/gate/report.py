@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..rounds.evidence import FALSE_DISCOVERY_RATE, POWER
+from ..rounds.session import round_settings
 from .run import EXIT_PASS, EXIT_REGRESSION, EXIT_UNDECIDED, GateResult
 from .verdict import Comparison, Verdict
 
@@ -76,7 +77,7 @@ def _method(result: GateResult) -> str:
     ways = []
     if paired:
         ways.append(f"**paired** ({_count(paired, 'case')}): each round one process holding the base and the head "
-                    f"build of every case, timed in alternating blocks (L2 warm)")
+                    f"build of every case, timed in alternating blocks, L2 {_l2(settings)}")
     if len(timed) > paired:
         why = (f"because {result.unpaired_because}" if result.unpaired_because else
                "because their launch changed (each case's reason below)")
@@ -84,8 +85,16 @@ def _method(result: GateResult) -> str:
                     f"code, one asv process per commit and round; a difference at the power cap is AMBIGUOUS, never "
                     f"a regression")
     processes = _count(result.processes, "process", "processes")
+    if cards := sorted(set(result.cards.values())):
+        ways.append(f"spread over {len(cards)} GPUs ({', '.join(map(str, cards))}) by cost, each case's rounds on one "
+                    "card, the whole gate judged as one family")
+    past = f"; the few still open then up to {settings.extra_rounds} more" if settings.extra_rounds else ""
     return "; ".join(ways) + (f"; {result.rounds} rounds in {processes} (at least {settings.rounds}, open cases more, "
-                              f"up to {settings.max_rounds})")
+                              f"up to {settings.max_rounds}{past})")
+
+
+def _l2(settings) -> str:
+    return "flushed before every launch" if round_settings(settings.l2).flush_l2 else "warm (--l2 warm)"
 
 
 def markdown(result: GateResult, gpu_line: str) -> str:
@@ -148,7 +157,8 @@ def markdown(result: GateResult, gpu_line: str) -> str:
     if result.not_compared:
         lines += ["", "Not compared: " + "; ".join(f"{label} ({why})" for label, why in result.not_compared.items())]
     lines += ["", "Ratio: head over base (above 1 is slower), the geometric mean of the rounds' ratios. Paired, a "
-              "round's ratio is the median over pairs of blocks of launches (A B B A) inside one process; unpaired, "
+              "round's ratio is the trimmed mean over pairs of blocks of launches (A B B A, B A A B) inside one "
+              f"process, L2 {_l2(settings)}; unpaired, "
               "it is the ratio of the two sides' round medians. The test is a t-test on the logarithms of the "
               "rounds' figures, Benjamini-Hochberg over the gate's cases (q), the false-discovery rate "
               f"{FALSE_DISCOVERY_RATE:.0%} spent across the looks. Interval: false-coverage-rate adjusted. "

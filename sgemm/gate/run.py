@@ -11,7 +11,8 @@ How a case is measured depends on what changed (sgemm.gate.changes):
   commit and round. Judged at a wider default threshold, and at the power cap never called a regression
   (sgemm.gate.verdict). Also every case with --unpaired, or where the kernels cannot be exported side by side.
 Rounds go on, look by look, for the cases still open (sgemm.gate.looks), paired and unpaired cases judged as one
-family.
+family. With several cards (`sgemm gate --gpus`), the paired cases are spread over them by cost, each case's rounds
+on one card, the cards' round processes running at once; the whole gate is still judged as one family.
 
 The GPU must be the gate's alone: before every round the gate waits a bounded time for other processes to leave it,
 and every measuring process refuses to measure while another is there.
@@ -22,6 +23,7 @@ failed or stayed AMBIGUOUS or NOT POWERED, a kernel came or went undeclared, or 
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -31,10 +33,11 @@ from pathlib import Path
 from ..results.asvsuite import SuiteCase
 from ..rounds.evidence import MIN_ROUNDS, Case, Noise
 from ..rounds.pairs import Pair, pairs_for
-from ..rounds.session import IDLE_TIMEOUT_S, PAIRED_THRESHOLD, GpuNotFree, PairedSession, PairingError, wait_for_gpu
+from ..rounds.session import (IDLE_TIMEOUT_S, L2_FLUSHED, LONGEST_ROUND_S, PAIRED_THRESHOLD, GpuNotFree, PairedSession,
+                              PairingError, round_settings, wait_for_gpu)
 from .changes import Selection
 from .launches import LaunchCompareError, probe_sides
-from .looks import Schedule, run_looks
+from .looks import EXTRA_ROUNDS, Schedule, run_looks
 from .unpaired import NVBENCH_ARGS, UnpairedRounds
 from .verdict import Comparison, Verdict, threshold_for
 
@@ -57,12 +60,14 @@ class Settings:
     patterns: tuple[tuple[str, float], ...] = ()
     rounds: int = DEFAULT_ROUNDS  # before the first look
     max_rounds: int = DEFAULT_MAX_ROUNDS  # for cases whose verdict is still open
+    extra_rounds: int = EXTRA_ROUNDS  # past max_rounds, for the few cases still open then
     noise: dict[str, dict[str, Noise]] = field(default_factory=dict)  # method -> case label -> noise
     noise_note: str = ""  # what of the noise file was set aside, and why
     idle_timeout_s: float = IDLE_TIMEOUT_S
     nvbench_args: tuple[str, ...] = NVBENCH_ARGS
     time_unchanged: bool = False  # time cases whose two builds are one program (an A/A gate)
     pairing: bool = True  # False: every case unpaired, as if the measuring code had changed
+    l2: str = L2_FLUSHED  # paired rounds: L2 flushed before every launch, or warm
 
     def threshold_for(self, kernel: str, method: str) -> float:
         default = self.threshold if self.threshold is not None else \
@@ -91,6 +96,7 @@ class GateResult:
     rounds: int = 0  # the most rounds any case got
     processes: int = 0  # this run's: a resumed gate's earlier rounds are in `resumed`
     resumed: str = ""  # what of an earlier run's rounds this one took over, and what it set aside
+    cards: dict[str, int] = field(default_factory=dict)  # the card each paired case's rounds ran on, where several
     wall_s: float = 0.0
 
     @property
@@ -111,28 +117,42 @@ class GateResult:
 
 
 def _schedule(settings: Settings) -> Schedule:
-    return Schedule(settings.rounds, max(settings.rounds, settings.max_rounds))
+    return Schedule(settings.rounds, max(settings.rounds, settings.max_rounds), extra_rounds=settings.extra_rounds)
 
 
 @dataclass
 class _Part:
     """The cases one way of measuring times, its measure(labels, rounds) for the looks, and what it hands the result
-    once they are over."""
+    once they are over; `plan(comparisons)` hears how its open cases stand after a look."""
 
     labels: list[str]
     measure: Callable[[list[str], int], dict[str, Case]]
     finish: Callable[[], None]
     controls: frozenset[str] = frozenset()
+    plan: Callable[[list[Comparison]], None] | None = None
 
 
-def _paired_part(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Path, device: int, gpu_check,
+def round_time(comparison: Comparison, shortest_s: float, longest_s: float) -> float:
+    """A case's time limit in its next paired rounds, by how far its bounds lie from a decision: the factor f by which
+    their reach must shrink to come within the threshold, squared (a round's spread falls with the square root of its
+    time), times `shortest_s`, kept between `shortest_s` and `longest_s`. A case near its decision gets the shortest
+    round, one far from it (or whose estimate already lies past the threshold) the longest."""
+    margin = math.log1p(comparison.case.threshold) - abs(comparison.time.log_ratio)
+    reach = comparison.time.reach(comparison.level.alpha)
+    if margin <= 0 or not math.isfinite(reach):
+        return longest_s
+    return min(longest_s, max(shortest_s, shortest_s * (reach / margin) ** 2))
+
+
+def _paired_part(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Path, devices: list[int], gpu_check,
                  compute_capability: int) -> _Part:
     """PairingError when the two commits' kernels cannot be exported side by side."""
     settings = result.settings
     thresholds = {pair.label: settings.threshold_for(pair.head.kernel, PAIRED) for pair in pairs}
-    session = PairedSession(repo, result.base, result.head, pairs, work_dir, device, thresholds,
-                            settings.noise.get(PAIRED, {}), lambda: gpu_check(device, settings.idle_timeout_s),
-                            machine=result.machine)
+    session = PairedSession(repo, result.base, result.head, pairs, work_dir, devices[0], thresholds,
+                            settings.noise.get(PAIRED, {}), lambda: gpu_check(devices[0], settings.idle_timeout_s),
+                            round_settings(settings.l2), machine=result.machine, devices=devices,
+                            device_check=lambda device: gpu_check(device, settings.idle_timeout_s))
     to_time = []
     for pair in pairs:
         before, after = session.builds(pair.label)
@@ -154,8 +174,13 @@ def _paired_part(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Pa
         result.shared_gpu += session.shared_gpu
         result.failed.update(session.failed)
         result.processes += session.processes
+        if len(devices) > 1:
+            result.cards = {label: session.card[label] for label in to_time}
 
-    return _Part(to_time, session.measure, finish)
+    def plan(comparisons: list[Comparison]) -> None:
+        session.round_s.update({c.label: round_time(c, session.settings.max_s, LONGEST_ROUND_S) for c in comparisons})
+
+    return _Part(to_time, session.measure, finish, plan=plan)
 
 
 def _unpaired_part(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Path, device: int, gpu_check,
@@ -209,9 +234,14 @@ def _by_launch(result: GateResult, repo: Path, pairs: list[Pair], work_dir: Path
 
 def run_gate(repo: Path, base: str, head: str, selection: Selection, cases: list[SuiteCase], machine: str,
              work_dir: Path, settings: Settings, device: int = 0, gpu_check=wait_for_gpu,
-             compute_capability: int = 90, asv_config: Path | None = None) -> GateResult:
+             compute_capability: int = 90, asv_config: Path | None = None,
+             devices: list[int] | None = None) -> GateResult:
     """`asv_config`: the asv.conf.json that builds and runs both commits where they are measured unpaired (the
-    base commit's, from sgemm.gate.inputs); None: the repository's working tree's."""
+    base commit's, from sgemm.gate.inputs); None: the repository's working tree's. `devices`: the cards the paired
+    rounds spread their cases over (default: `device` alone); the unpaired rounds and the launch comparison run on
+    the first."""
+    devices = list(devices) if devices else [device]
+    device = devices[0]
     started = time.monotonic()
     pairs = pairs_for(cases, selection.renamed)
     result = GateResult(base, head, machine, selection, settings)
@@ -228,7 +258,7 @@ def run_gate(repo: Path, base: str, head: str, selection: Selection, cases: list
     parts = []
     if paired:
         try:
-            parts.append(_paired_part(result, repo, paired, work_dir / "paired", device, gpu_check,
+            parts.append(_paired_part(result, repo, paired, work_dir / "paired", devices, gpu_check,
                                       compute_capability))
         except PairingError as exc:
             result.unpaired_because = f"the two commits' kernels cannot be built side by side: {exc}"
@@ -253,9 +283,14 @@ def _judge(result: GateResult, parts: list[_Part]) -> None:
                 found.update(part.measure(mine, rounds))
         return found
 
+    def plan(comparisons: list[Comparison]) -> None:
+        for part in parts:
+            if part.plan:
+                part.plan([c for c in comparisons if owner[c.label] is part])
+
     try:
         outcome = run_looks(labels, measure, _schedule(result.settings),
-                            frozenset().union(*(part.controls for part in parts))) if labels else None
+                            frozenset().union(*(part.controls for part in parts)), plan) if labels else None
     except GpuNotFree as exc:
         result.shared_gpu.append(str(exc))
         outcome = None

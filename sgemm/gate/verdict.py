@@ -3,8 +3,10 @@ user's threshold, with the false-alarm rate held over every case and every look 
 
 A round (one process) is the unit of evidence. A paired case is judged by a one-sample t-test on the logarithms of
 its round ratios, an unpaired one by a two-sample t-test on the logarithms of its round medians; the noise of
-unchanged code is pooled in where known, and set aside where the rounds contradict it; Benjamini-Hochberg runs over
-the gate's cases at the level each look spends; the detectable effect plans rounds and never moves the threshold.
+unchanged code is pooled in where known, and set aside where the rounds contradict it (each check against its own
+null); Benjamini-Hochberg runs over the gate's cases at the level each look spends; a case is SAME once both of its
+one-sided bounds at that level lie within the threshold; the detectable effect is printed for planning and never
+moves the threshold.
 
 The method, its decision tree and what each verdict means are written once in docs/gate.md ("How it decides").
 """
@@ -13,17 +15,22 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from collections import Counter
 from dataclasses import dataclass, replace
 from enum import Enum
 from statistics import fmean
 
-from ..rounds.evidence import MIN_ROUNDS, POWER, Case, Effect, paired_effect, spend, unpaired_effect
+from ..rounds.evidence import (FALSE_DISCOVERY_RATE, MIN_ROUNDS, POWER, Case, Effect, paired_effect, spend,
+                              unpaired_effect)
 
 EXPECTED_CHANGES = 1  # k: real changes a gate is planned to find among its cases
 NOISE_CHECK_LEVEL = 0.01
-# A case's own entry set aside as too wide: only where its rounds already have the entry's degrees of freedom, so a
-# true entry set aside by chance costs the case little, and a wrong one kept costs it its power.
-ENTRY_TOO_WIDE_LEVEL = 0.05
+# The null distribution of the whole-file statistic is computed on a grid of this many cells up to the value seen:
+# each term's rounding to its cell's middle moves the sum by far less than a cell.
+NULL_GRID_CELLS = 4096
+# Entries of fewer degrees of freedom stay out of the whole-file statistic (their own check still applies): the F of
+# such an entry has no variance, and a few of them would decide the sum alone, hiding a file at half the truth.
+WHOLE_FILE_MIN_DF = 5
 
 
 class Verdict(str, Enum):
@@ -51,21 +58,52 @@ def benjamini_hochberg(p_values: list[float], family: int | None = None) -> list
 
 
 @dataclass(frozen=True)
+class Spending:
+    """How a gate's false-discovery rate is spent over its looks: in proportion to the rounds each look adds, up to
+    `rounds`; where `extra_rounds` more may follow for the few cases still open then, `reserve` of the rate is kept
+    for those looks, spent the same way. Every look together spends at most `rate`."""
+
+    rate: float = FALSE_DISCOVERY_RATE
+    rounds: int = 9
+    extra_rounds: int = 0
+    reserve: float = 0.0
+
+    def alpha(self, rounds: int, rounds_before: int) -> float:
+        """What a look after `rounds` rounds spends, the one before it having been after `rounds_before`."""
+        main = (1 - self.reserve) * spend(rounds, min(rounds_before, self.rounds), self.rounds, self.rate)
+        if not self.extra_rounds:
+            return main
+        past = max(0, min(rounds, self.rounds + self.extra_rounds) - self.rounds) - max(0, rounds_before - self.rounds)
+        return main + self.reserve * self.rate * max(0, past) / self.extra_rounds
+
+
+@dataclass(frozen=True)
 class Level:
     """What one look spends and plans with."""
 
     alpha: float  # of the false-discovery rate, spent at this look
     family: int  # m: every judged case of the gate
-    max_rounds: int  # N
+    max_rounds: int  # the most rounds a case may reach from this look
     rounds_before: int = 0  # n_(i-1): rounds at the previous look
     final: bool = False  # no more rounds will come
     expected_changes: int = EXPECTED_CHANGES
     power: float = POWER
+    spending: Spending | None = None  # None: the rate spent evenly up to max_rounds
 
     @property
     def planning_alpha(self) -> float:
         return min(1.0, self.alpha * self.expected_changes / max(self.family, 1))
 
+    def spent(self, rounds: int, rounds_before: int) -> float:
+        """What a look after `rounds` rounds would spend, the one before it after `rounds_before`."""
+        if self.spending:
+            return self.spending.alpha(rounds, rounds_before)
+        return spend(rounds, rounds_before, self.max_rounds)
+
+    @property
+    def main_rounds(self) -> int:
+        """The rounds every open case may have; past them only the few still open go on."""
+        return self.spending.rounds if self.spending else self.max_rounds
 
 
 @dataclass(frozen=True)
@@ -118,13 +156,23 @@ def effects(case: Case) -> tuple[Effect, Effect | None]:
     return time_effect, cycles
 
 
+def within_threshold(effect: Effect, threshold: float, alpha: float) -> tuple[bool, float, float]:
+    """Whether the ratio lies within the threshold either way, each of its one-sided bounds at level `alpha` inside
+    (two one-sided tests: a change of exactly the threshold is called within it with probability at most alpha);
+    and the two bounds."""
+    lowest, highest = effect.bounds(alpha)
+    return 1 / (1 + threshold) < lowest and highest < 1 + threshold, lowest, highest
+
+
 def rounds_needed(effect: Effect, threshold: float, level: Level) -> int | None:
     """The fewest rounds a side, up to the most allowed, at which the next look (spending what those rounds add)
-    could see `threshold`; None when none can."""
+    could find the case within the threshold, were its estimate and spread to stay as they are; None when none
+    can."""
     done = max(effect.rounds)
+    margin = math.log1p(threshold)
     for rounds in range(done + 1, level.max_rounds + 1):
-        alpha = spend(rounds, done, level.max_rounds) * level.expected_changes / max(level.family, 1)
-        if effect.with_rounds(rounds).detectable(alpha, level.power) <= threshold:
+        planned = effect.with_rounds(rounds)
+        if abs(effect.log_ratio) + planned.reach(level.spent(rounds, done)) < margin:
             return rounds
     return None
 
@@ -141,54 +189,105 @@ def _own_spread(case: Case) -> tuple[float, int]:
     return squares, dof
 
 
-def noise_contradicted(cases: list[Case]) -> str | None:
-    """Why the cases' noise files cannot be believed here, or None: their own rounds spread more than the files say
-    (one-sided F-test of sum(own squares / file variance) over its degrees of freedom, at NOISE_CHECK_LEVEL)."""
-    from scipy import stats
+def scaled_f_sum_sf(observed: float, terms: list[tuple[int, int]], cells: int = NULL_GRID_CELLS) -> float:
+    """P(sum of dof_i * F_i >= observed) for independent F_i ~ F(dof_i, df_i), one (dof_i, df_i) a term: the
+    statistic's own distribution when every entry is an honest estimate of its case's spread, each from its own
+    degrees of freedom. Computed exactly but for a grid: each term's distribution is cut into `cells` cells up to
+    the observed value (what lies beyond cannot bring the sum below it), its mass put at each cell's middle, and
+    the terms convolved."""
+    import numpy as np
+    from scipy import special
 
-    statistic, dof, file_dfs = 0.0, 0, []
+    if not observed > 0 or not terms:
+        return 1.0
+    edges = np.linspace(0.0, observed, cells + 1)
+    total = np.zeros(cells)
+    total[0] = 1.0  # the distribution of the sum of the terms' cell numbers
+    for (dof, df), count in Counter(terms).items():
+        masses = np.diff(special.fdtr(dof, df, edges / dof))
+        total = _truncated_convolution(total, _truncated_power(masses, count))
+    # Each term at its cell's middle: the sum lies below `observed` where its cell numbers add up to at most
+    # cells - (number of terms) / 2.
+    below = total[:max(0, math.floor(cells - len(terms) / 2) + 1)].sum()
+    return float(min(1.0, max(0.0, 1.0 - below)))
+
+
+def _truncated_convolution(first, second):
+    """The distribution of the sum of two independent cell numbers, kept to the first len(first) cells."""
+    import numpy as np
+
+    size = len(first)
+    both = np.fft.irfft(np.fft.rfft(first, 2 * size) * np.fft.rfft(second, 2 * size), 2 * size)[:size]
+    return np.clip(both, 0.0, None)
+
+
+def _truncated_power(masses, count: int):
+    """The distribution of the sum of `count` independent cell numbers of one distribution, by squaring."""
+    import numpy as np
+
+    result = np.zeros(len(masses))
+    result[0] = 1.0
+    while count:
+        if count & 1:
+            result = _truncated_convolution(result, masses)
+        count >>= 1
+        if count:
+            masses = _truncated_convolution(masses, masses)
+    return result
+
+
+def noise_contradicted(cases: list[Case]) -> str | None:
+    """Why the cases' noise files cannot be believed here, or None: their own rounds spread more than the files say.
+    The statistic is the sum over cases (those whose entry has WHOLE_FILE_MIN_DF degrees of freedom or more) of own
+    squares / file variance, which is dof_i * F_i with F_i ~ F(dof_i, df_i) when the file is right; it is referred
+    to that sum's own distribution (scaled_f_sum_sf), one-sided at NOISE_CHECK_LEVEL."""
+    statistic, dof, terms = 0.0, 0, []
     for case in cases:
-        if case.noise and case.noise.sd > 0:
+        if case.noise and case.noise.df >= WHOLE_FILE_MIN_DF:
             squares, case_dof = _own_spread(case)
-            statistic += squares / case.noise.sd ** 2
-            dof += case_dof
-            file_dfs.append(case.noise.df)
+            if case_dof:
+                statistic += squares / case.noise.sd ** 2
+                dof += case_dof
+                terms.append((case_dof, case.noise.df))
     if not dof:
         return None
-    ratio = statistic / dof
-    p = float(stats.f.sf(ratio, dof, min(file_dfs)))
+    p = scaled_f_sum_sf(statistic, terms)
     if p >= NOISE_CHECK_LEVEL:
         return None
-    return (f"the noise file was set aside: these rounds spread {math.sqrt(ratio):.1f} times as much as it says "
-            f"(F-test p = {p:.2g} over {dof} degrees of freedom); each case is judged on its own rounds")
+    return (f"the noise file was set aside: these rounds spread {math.sqrt(statistic / dof):.1f} times as much as it "
+            f"says (p = {p:.2g} over {dof} degrees of freedom of {len(terms)} cases); each case is judged on its own "
+            f"rounds")
 
 
 def entry_contradicted(case: Case) -> str | None:
     """Why the case's own entry in the noise file cannot be believed here, or None: its own rounds spread more than
-    the entry says (a one-sided F-test at NOISE_CHECK_LEVEL) or, where they have at least the entry's degrees of
-    freedom, less (at ENTRY_TOO_WIDE_LEVEL). An entry learned from a few rounds of one earlier gate can be several
-    times the truth, and pooled it leaves its case NOT POWERED (lab/2026-11-27-gate-selftest)."""
-    from scipy import stats
+    the entry says (a one-sided F-test at NOISE_CHECK_LEVEL). An entry wider than its rounds is kept: pooled by
+    degrees of freedom it is already the weighted estimate of the two, and setting it aside exactly when the rounds
+    happen to spread little would judge the case on a variance chosen for being small."""
+    from scipy import special
 
-    if not (case.noise and case.noise.sd > 0):
+    if not case.noise:
         return None
     squares, dof = _own_spread(case)
     if not dof:
         return None
     ratio = squares / dof / case.noise.sd ** 2
-    more = float(stats.f.sf(ratio, dof, case.noise.df))
-    less = float(stats.f.cdf(ratio, dof, case.noise.df)) if dof >= case.noise.df else 1.0
-    if more >= NOISE_CHECK_LEVEL and less >= ENTRY_TOO_WIDE_LEVEL:
+    more = float(special.fdtrc(dof, case.noise.df, ratio))
+    if more >= NOISE_CHECK_LEVEL:
         return None
     return (f"its noise-file entry was set aside: its {case.rounds} rounds spread {math.sqrt(ratio):.2f} times the "
-            f"entry's {case.noise.sd:.3%} (F-test p = {min(more, less):.2g})")
+            f"entry's {case.noise.sd:.3%} (F-test p = {more:.2g})")
 
 
-def judge(cases: list[Case], level: Level) -> list[Comparison]:
+CHECK_THE_FILE = object()  # judge's file_note when this look checks the whole noise file itself
+
+
+def judge(cases: list[Case], level: Level, file_note: object = CHECK_THE_FILE) -> list[Comparison]:
     """Every case's verdict at this look; Benjamini-Hochberg over the non-control cases, in a family of
-    `level.family`. A noise file the rounds contradict is set aside first, then any case's entry its own rounds
+    `level.family`. A noise file the rounds contradict is set aside first (`file_note`: why an earlier look set it
+    aside, or None where it kept it; by default this look checks it), then any case's entry its own rounds
     contradict, and each verdict says so."""
-    note = noise_contradicted(cases)
+    note = noise_contradicted(cases) if file_note is CHECK_THE_FILE else file_note
     if note:
         cases = [replace(case, noise=None) for case in cases]
         notes = {case.label: note for case in cases}
@@ -225,17 +324,33 @@ def _verdict(case: Case, time: Effect, cycles: Effect | None, q_value: float, le
     direction = _direction(time.ratio, threshold)
     if significant and direction is not Verdict.SAME:
         return _confirmed(base, direction, cycles, level)
-    if significant:
-        return replace(base, why=f"a real difference within {threshold:.2%} (q = {q_value:.2g}; {interval})")
-    if detectable <= threshold:
-        return replace(base, why=f"no significant difference; {detectable:.2%} would have been seen ({interval})")
+    within, lowest, highest = within_threshold(time, threshold, level.alpha)
+    if within:
+        said = f"a real difference (q = {q_value:.2g})" if significant else "no significant difference"
+        return replace(base, why=f"{said}, within {threshold:.2%} either way: {lowest:.4f}–{highest:.4f}, each bound "
+                       f"one-sided at {level.alpha:.2g} ({interval})")
     needed = rounds_needed(time, threshold, level)
-    if level.final or needed is None and case.rounds >= level.max_rounds:
-        return replace(base, verdict=Verdict.NOT_POWERED,
-                       why=f"not powered for {threshold:.2%}: with {case.rounds} rounds its noise hides changes "
-                       f"under {detectable:.2%} ({interval})")
-    return replace(base, open=True, rounds_needed=needed,
-                   why=f"no significant difference yet; {detectable:.2%} is the smallest change seen so far")
+    unsettled = (f"a real difference (q = {q_value:.2g}) whose bounds reach past {threshold:.2%}" if significant
+                 else f"no significant difference, its bounds reaching past {threshold:.2%}")
+    undecided = replace(base, open=True, rounds_needed=needed,
+                        why=f"{unsettled} ({lowest:.4f}–{highest:.4f}); {detectable:.2%} is the smallest change seen "
+                        "so far")
+    if level.final or needed is None and case.rounds >= level.main_rounds:
+        return finalised(undecided)
+    return undecided
+
+
+def finalised(comparison: Comparison) -> Comparison:
+    """An open comparison as the last look leaves it: NOT POWERED where its bounds still reach past the threshold,
+    its AMBIGUOUS kept; a decided one as it is."""
+    if not comparison.open:
+        return comparison
+    if comparison.verdict is not Verdict.SAME:
+        return replace(comparison, open=False)
+    case, low, high = comparison.case, *comparison.interval
+    return replace(comparison, verdict=Verdict.NOT_POWERED, open=False,
+                   why=f"not powered for {case.threshold:.2%}: with {case.rounds} rounds its noise hides changes under "
+                   f"{comparison.detectable:.2%} ({low:.4f}–{high:.4f})")
 
 
 def _confirmed(base: Comparison, direction: Verdict, cycles: Effect | None, level: Level) -> Comparison:

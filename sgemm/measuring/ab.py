@@ -211,9 +211,11 @@ def run_round(plan: dict, out: Path) -> None:
     """Measure every case of the plan, appending a line of JSON a case to `out`.
 
     The plan: {"trees": {label: folder}, "device": 0, "settings": {PairedSettings fields},
-    "cases": [{"label": ..., "kernels": {label: kernel name in that tree}, "shape": [m, n, k]}]}.
+    "cases": [{"label": ..., "kernels": {label: kernel name in that tree}, "shape": [m, n, k]}],
+    "max_s": {label: seconds}} (optional: a case's own time limit in this round, in place of the settings').
     A line: {"label", "ratio", "interval", "pairs", "pair_ratios", "method", "launches_per_block", "seconds",
-    "joules_per_launch", "sides": {label: {median_s, sm_clock_mhz, joules, relative_error, library}}}, or
+    "joules_per_launch", "idle_share" (of the counted window, the GPU idle between blocks),
+    "sides": {label: {median_s, sm_clock_mhz, joules, relative_error, library}}}, or
     {"label", "failed": {"side", "kind", "reason"}}.
     """
     import cupy
@@ -236,7 +238,9 @@ def run_round(plan: dict, out: Path) -> None:
                 line = {"label": case["label"], "failed": {"side": None, "kind": "gpu shared", "reason": (
                     "the GPU is shared with " + ", ".join(p.describe() for p in others) + ": not measured")}}
             else:
-                line = _case_line(case, trees, settings, readings)
+                capped = replace(settings, max_s=plan["max_s"][case["label"]]) \
+                    if case["label"] in plan.get("max_s", {}) else settings
+                line = _case_line(case, trees, capped, readings)
             lines.write(json.dumps(line) + "\n")
             lines.flush()
 
@@ -256,7 +260,7 @@ def _case_line(case: dict, trees: dict[str, dict[str, Kernel]], settings: Paired
     return {"label": case["label"], "ratio": result.ratio(), "interval": list(result.interval()),
             "pairs": timing.pairs, "pair_ratios": timing.pair_ratios[0], "method": timing.method,
             "launches_per_block": timing.launches_per_block, "seconds": timing.elapsed_s,
-            "joules_per_launch": timing.joules_per_launch,
+            "joules_per_launch": timing.joules_per_launch, "idle_share": timing.idle_share,
             "sides": {label: {"median_s": build.median_s, "sm_clock_mhz": build.median_sm_clock_mhz,
                               "joules": build.joules_per_launch, "relative_error": error, "library": version}
                       for label, build, error, version in zip(result.labels, timing.builds, result.relative_errors,

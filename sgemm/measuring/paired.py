@@ -1,9 +1,10 @@
 """Paired timing: several launches of one GEMM (builds of a kernel from two source trees, or a kernel and its
 baseline) timed in alternating blocks in one process, so that whatever the card does meanwhile falls on every build
-alike. Each block waits behind a blocking kernel; builds alternate A B, B A; a pair's ratio is the geometric mean of
-its two cycles, and the result the median of the pairs' ratios with a distribution-free 95% interval; a warm-up runs
-until the block times are steady, and the pairs stop once every interval is tight enough or time is up; L2 is warm
-unless `flush_l2`; the SM clock is read per block and the board's energy over whole windows.
+alike. Each block waits behind a blocking kernel, two more queued behind the one running; pairs of cycles run A B B A
+and B A A B in turn; a pair's ratio is the geometric mean of its two cycles, and the result the median (or trimmed
+mean) of the pairs' ratios with its 95% interval; a warm-up runs until the block times are steady, and the pairs stop
+once every interval is tight enough or time is up; L2 is warm unless `flush_l2`; the SM clock is read per block and
+the board's energy over whole windows; the GPU's idle time between counted blocks is read from their events.
 
 The method, with what each field of PairedSettings does, is written once in docs/gate.md ("Paired rounds"); the runs
 behind it are in lab/ (2026-11-25-power-cap, 2026-11-25-paired-timer).
@@ -12,6 +13,7 @@ behind it are in lab/ (2026-11-25-power-cap, 2026-11-25-paired-timer).
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -22,7 +24,10 @@ from typing import Protocol
 Launch = Callable[[], None]
 
 CONFIDENCE = 0.95
-MAX_BLOCK_LAUNCHES = 200  # with the next block queued too, well inside the driver's queue of about a thousand launches
+MAX_BLOCK_LAUNCHES = 200  # with two more blocks queued, still inside the driver's queue of a few thousand launches
+# Blocks released behind the one running: the host's reads and stopping checks must fit in the time they take, or the
+# GPU would idle before the next block.
+AHEAD = 2
 HOLD_TIMEOUT_NS = 10_000_000_000  # a block's blocker gives up after 10 s: a host that died never holds the GPU
 # Warm-up ends once the median of the first build's last STEADY_WINDOW blocks is within STEADY_TOLERANCE of the
 # STEADY_WINDOW before: a card that starts cold or idle reaches the clock of its load over the first second or so.
@@ -32,6 +37,11 @@ STEADY_TOLERANCE = 0.003
 # up to HARD_LIMIT times it.
 MIN_PAIRS_FOR_INTERVAL = 6
 HARD_LIMIT = 4
+# What a round's figure is of its pairs' ratios: their median, or the mean of their logarithms with this share cut
+# from each end, which spreads less from round to round than the median under normal jitter while the cut keeps a
+# few wild pairs (a clock step, a stalled launch) from moving it.
+MEDIAN, TRIMMED_MEAN = "median", "trimmed mean"
+TRIM = 0.2
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,11 @@ class PairedSettings:
     target_half_width: float = 0.001  # of the ratio: 0.1%
     flush_l2: bool = False
     solo_s: float = 0.0  # after the pairs, each build alone this long, for its own joules per GEMM (0: none)
+    estimator: str = MEDIAN  # MEDIAN or TRIMMED_MEAN (of the logarithms of the pair ratios)
+
+    def __post_init__(self):
+        if self.estimator not in (MEDIAN, TRIMMED_MEAN):
+            raise ValueError(f"a paired round's estimator is {MEDIAN!r} or {TRIMMED_MEAN!r}, not {self.estimator!r}")
 
     @property
     def method(self) -> str:
@@ -89,32 +104,82 @@ class PairedTiming:
     elapsed_s: float
     method: str
     joules_per_launch: float = math.nan  # the counted window's energy over its launches, every build together
+    estimator: str = MEDIAN
+    idle_s: float = 0.0  # the GPU's idle time between the counted blocks, read from their events
+    counted_s: float = 0.0  # how long the counted blocks took, from the first one's start to the last one's end
+
+    @property
+    def idle_share(self) -> float:
+        """The share of the counted window the GPU spent waiting between blocks."""
+        return self.idle_s / self.counted_s if self.counted_s > 0 else 0.0
 
     @property
     def pairs(self) -> int:
         return len(self.pair_ratios[0]) if self.pair_ratios else 0
 
     def ratio(self, build: int = 1) -> float:
-        return median(self.pair_ratios[build - 1])
+        return estimate(self.pair_ratios[build - 1], self.estimator)
 
     def interval(self, build: int = 1) -> tuple[float, float]:
-        return median_interval(self.pair_ratios[build - 1])
+        return estimate_interval(self.pair_ratios[build - 1], self.estimator)
+
+
+def estimate(ratios: Sequence[float], estimator: str = MEDIAN) -> float:
+    """The ratio the pairs' ratios say, by `estimator`."""
+    if estimator == MEDIAN:
+        return median(ratios)
+    kept = _trimmed(sorted(math.log(r) for r in ratios))
+    return math.exp(sum(kept) / len(kept))
+
+
+def estimate_interval(ratios: Sequence[float], estimator: str = MEDIAN,
+                      confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The estimate's interval: the median's from order statistics, or the trimmed mean's from the winsorized
+    spread (Tukey and McLaughlin). Fewer than six pairs give none: (-inf, inf)."""
+    if estimator == MEDIAN:
+        return median_interval(ratios, confidence)
+    n = len(ratios)
+    if n < MIN_PAIRS_FOR_INTERVAL:
+        return -math.inf, math.inf
+    from scipy import special
+
+    logs = sorted(math.log(r) for r in ratios)
+    cut = math.floor(TRIM * n)
+    kept = logs[cut:n - cut]
+    centre = sum(kept) / len(kept)
+    winsorized = [logs[cut]] * cut + kept + [logs[n - cut - 1]] * cut
+    mean = sum(winsorized) / n
+    spread = math.sqrt(sum((x - mean) ** 2 for x in winsorized) / (n - 1))
+    half = float(special.stdtrit(len(kept) - 1, 0.5 + confidence / 2)) * spread / ((1 - 2 * TRIM) * math.sqrt(n))
+    return math.exp(centre - half), math.exp(centre + half)
+
+
+def _trimmed(ordered: list[float]) -> list[float]:
+    cut = math.floor(TRIM * len(ordered))
+    return ordered[cut:len(ordered) - cut]
 
 
 def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
     """A distribution-free interval for the median: the order statistics x(k) and x(n + 1 - k) for the largest k with
     P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2. Fewer than six values cannot give 95%: (-inf, inf)."""
-    from scipy import stats
-
     ordered = sorted(values)
     n = len(ordered)
-    tail = (1 - confidence) / 2
-    k = 0
-    while k + 1 <= n // 2 and stats.binom.cdf(k, n, 0.5) <= tail:
-        k += 1
+    k = _order_statistic(n, confidence)
     if k == 0:
         return -math.inf, math.inf
     return ordered[k - 1], ordered[n - k]
+
+
+@functools.lru_cache(maxsize=None)
+def _order_statistic(n: int, confidence: float) -> int:
+    """The k of median_interval for n values, worked out once: the stopping check asks after every pair."""
+    from scipy import special
+
+    tail = (1 - confidence) / 2
+    k = 0
+    while k + 1 <= n // 2 and special.bdtr(k, n, 0.5) <= tail:
+        k += 1
+    return k
 
 
 class Blocks(Protocol):
@@ -124,6 +189,8 @@ class Blocks(Protocol):
     def release(self, block: object) -> None: ...
     def started(self, block: object) -> bool: ...
     def seconds_per_launch(self, block: object) -> float: ...
+    def gap_s(self, earlier: object, later: object) -> float: ...  # from one block's end to the next one's start
+    def span_s(self, first: object, last: object) -> float: ...  # from one block's start to a later one's end
     def finish(self) -> None: ...
 
 
@@ -215,6 +282,16 @@ class StreamBlocks:
             total_ms = cupy.cuda.get_elapsed_time(block.start, block.end)
         return total_ms / 1e3 / block.count
 
+    def gap_s(self, earlier: _Block, later: _Block) -> float:
+        import cupy
+
+        return cupy.cuda.get_elapsed_time(earlier.end, later.start) / 1e3
+
+    def span_s(self, first: _Block, last: _Block) -> float:
+        import cupy
+
+        return cupy.cuda.get_elapsed_time(first.start, last.end) / 1e3
+
     def finish(self) -> None:
         import cupy
 
@@ -240,9 +317,14 @@ def launches_per_block(seconds_per_launch: float, block_s: float) -> int:
 
 
 def builds_order(builds: int, index: int) -> int:
-    """Which build the index-th block of a run times: cycles of every build once, each cycle the last one reversed."""
-    cycle, position = divmod(index, builds)
-    return position if cycle % 2 == 0 else builds - 1 - position
+    """Which build the index-th block of a run times: pairs of two cycles of every build once, the second cycle the
+    first reversed (A B B A), and every other pair the other way round (B A A B), so that no build always holds the
+    outer places of its pairs: whatever a place does to a block (the first after a pause, the one after a flush of
+    the other build's data) falls on each build alike."""
+    pair, rest = divmod(index, 2 * builds)
+    cycle, position = divmod(rest, builds)
+    forward = (cycle == 0) == (pair % 2 == 0)
+    return position if forward else builds - 1 - position
 
 
 def pair_ratios(first: list[float], other: list[float]) -> list[float]:
@@ -251,17 +333,18 @@ def pair_ratios(first: list[float], other: list[float]) -> list[float]:
             for p in range(min(len(first), len(other)) // 2)]
 
 
-def _tight(ratios: list[list[float]], half_width: float) -> bool:
+def _tight(ratios: list[list[float]], half_width: float, estimator: str = MEDIAN) -> bool:
     for values in ratios:
-        low, high = median_interval(values)
-        if (high - low) / 2 > half_width * median(values):
+        low, high = estimate_interval(values, estimator)
+        if (high - low) / 2 > half_width * estimate(values, estimator):
             return False
     return True
 
 
 class _Run:
-    """Blocks queued one ahead: `advance` queues the next block held, waits until the block before it runs, reads
-    the card, and releases the one just queued; every block before the running one has finished."""
+    """Blocks queued AHEAD ahead: `advance` queues the next block held, waits until the block AHEAD before it runs,
+    reads the card, and releases the one just queued; every block before the running one has finished. Each block's
+    time is read from its events once."""
 
     def __init__(self, launches: Sequence[Launch], blocks: Blocks, readings: Readings | None, count: int,
                  flush_l2: bool):
@@ -272,18 +355,21 @@ class _Run:
         self.flush_l2 = flush_l2
         self.queued: list[tuple[int, object]] = []  # (build, block)
         self.starts: dict[int, tuple[float, float]] = {}  # index -> (SM clock, energy mJ) read as it started
+        self._seconds: dict[int, float] = {}
 
     def _queue(self, build: int) -> None:
         self.queued.append((build, self.blocks.queue(self.launches[build], self.count, self.flush_l2)))
 
-    def begin(self, build: int) -> None:
-        self._queue(build)
-        self.blocks.release(self.queued[0][1])
+    def begin(self, builds: list[int]) -> None:
+        """Queue and release the first blocks, one of each of `builds`."""
+        for build in builds:
+            self._queue(build)
+            self.blocks.release(self.queued[-1][1])
 
     def advance(self, build: int) -> int:
         """Queue a block of `build`; return the index of the block now running."""
         self._queue(build)
-        running = len(self.queued) - 2
+        running = len(self.queued) - 1 - AHEAD
         while not self.blocks.started(self.queued[running][1]):
             time.sleep(0)
         if self.readings:
@@ -292,13 +378,45 @@ class _Run:
         return running
 
     def seconds(self, index: int) -> float:
-        return self.blocks.seconds_per_launch(self.queued[index][1])
+        if index not in self._seconds:
+            self._seconds[index] = self.blocks.seconds_per_launch(self.queued[index][1])
+        return self._seconds[index]
+
+    def idle_s(self, first: int, end: int) -> tuple[float, float]:
+        """The GPU's idle time between blocks first..end-1, and the time from the first one's start to the last
+        one's end."""
+        blocks = [block for _, block in self.queued[first:end]]
+        if len(blocks) < 2:
+            return 0.0, 0.0
+        return (sum(self.blocks.gap_s(a, b) for a, b in zip(blocks, blocks[1:])),
+                self.blocks.span_s(blocks[0], blocks[-1]))
 
     def energy_j(self, first: int, end: int) -> float:
         """The board's energy from block `first`'s start to block `end`'s."""
         if first not in self.starts or end not in self.starts:
             return math.nan
         return (self.starts[end][1] - self.starts[first][1]) / 1e3
+
+
+class _PairRatios:
+    """Each later build's pair ratios over the first build, kept up to date as blocks finish: the stopping check
+    reads each block once, and its cost does not grow with the pairs beyond a sort."""
+
+    def __init__(self, run: _Run, builds: int, first: int):
+        self.run, self.builds, self.recorded = run, builds, first
+        self.times: list[list[float]] = [[] for _ in range(builds)]
+        self.ratios: list[list[float]] = [[] for _ in range(builds - 1)]
+
+    def record(self, finished_before: int) -> list[list[float]]:
+        for index in range(self.recorded, finished_before):
+            self.times[builds_order(self.builds, index)].append(self.run.seconds(index))
+        self.recorded = max(self.recorded, finished_before)
+        first = self.times[0]
+        for j, ratios in enumerate(self.ratios, start=1):
+            other = self.times[j]
+            for p in range(len(ratios), min(len(first), len(other)) // 2):
+                ratios.append(math.sqrt(other[2 * p] / first[2 * p] * other[2 * p + 1] / first[2 * p + 1]))
+        return self.ratios
 
 
 def _steady(times: list[float], window: int, tolerance: float) -> bool:
@@ -319,10 +437,11 @@ def time_paired(launches: Sequence[Launch], blocks: Blocks, readings: Readings |
     count = launches_per_block(seconds_per_launch, settings.block_s)
     run = _Run(launches, blocks, readings, count, settings.flush_l2)
     started = now()
-    run.begin(0)
-    index = 1  # of the next block to queue
+    run.begin([builds_order(builds, i) for i in range(AHEAD)])
+    index = AHEAD  # of the next block to queue
     try:
-        # Warm-up: until warmup_s has passed and the first build's blocks stopped drifting, or max_warmup_s.
+        # Warm-up: until warmup_s has passed and the first build's blocks stopped drifting, or max_warmup_s; it ends
+        # where a pair of pairs (A B B A, B A A B) would begin, so that counting starts with A B B A.
         first_build_times: list[float] = []
         while True:
             running = run.advance(builds_order(builds, index))
@@ -331,18 +450,19 @@ def time_paired(launches: Sequence[Launch], blocks: Blocks, readings: Readings |
             if finished >= 0 and builds_order(builds, finished) == 0:
                 first_build_times.append(run.seconds(finished))
             elapsed = now() - started
-            if index % (2 * builds) == 0 and elapsed >= settings.warmup_s and (
+            if index % (4 * builds) == 0 and elapsed >= settings.warmup_s and (
                     elapsed >= settings.max_warmup_s
                     or _steady(first_build_times, STEADY_WINDOW, STEADY_TOLERANCE)):
                 break
         first_counted = index
         warmed_up = now()
-        # Pairs: until every build's interval is tight, or max_s.
+        pairs_so_far = _PairRatios(run, builds, first_counted)
+        # Pairs: until every build's interval is tight, or max_s; always after as many B A A B pairs as A B B A.
         while True:
             running = run.advance(builds_order(builds, index))
             index += 1
             counted = running - first_counted
-            if counted <= 0 or counted % (2 * builds):
+            if counted <= 0 or counted % (4 * builds):
                 continue
             pairs = counted // (2 * builds)
             elapsed = now() - warmed_up
@@ -350,8 +470,7 @@ def time_paired(launches: Sequence[Launch], blocks: Blocks, readings: Readings |
                                               or elapsed >= HARD_LIMIT * settings.max_s):
                 break
             if pairs >= settings.min_pairs and elapsed >= settings.min_s and _tight(
-                    [pair_ratios(*_times(run, first_counted, running, builds, (0, j))) for j in range(1, builds)],
-                    settings.target_half_width):
+                    pairs_so_far.record(running), settings.target_half_width, settings.estimator):
                 break
         end_counted = running  # the block now running ends the counted window
         solo_windows = _solo(run, builds, index, end_counted, first_counted, settings.solo_s) \
@@ -369,16 +488,9 @@ def time_paired(launches: Sequence[Launch], blocks: Blocks, readings: Readings |
     ratios = [pair_ratios(timings[0].seconds_per_launch, timings[j].seconds_per_launch) for j in range(1, builds)]
     counted_launches = sum(t.launches for t in timings)
     case_joules = run.energy_j(first_counted, end_counted) / counted_launches if counted_launches else math.nan
-    return PairedTiming(timings, count, ratios, warmed_up - started, now() - started, settings.method, case_joules)
-
-
-def _times(run: _Run, first: int, end: int, builds: int, which: tuple[int, int]) -> tuple[list[float], list[float]]:
-    per_build: dict[int, list[float]] = {build: [] for build in which}
-    for i in range(first, end):
-        build = builds_order(builds, i)
-        if build in per_build:
-            per_build[build].append(run.seconds(i))
-    return per_build[which[0]], per_build[which[1]]
+    idle_s, counted_s = run.idle_s(first_counted, end_counted)
+    return PairedTiming(timings, count, ratios, warmed_up - started, now() - started, settings.method, case_joules,
+                        settings.estimator, idle_s, counted_s)
 
 
 def _solo(run: _Run, builds: int, index: int, running: int, first_counted: int,
@@ -397,9 +509,9 @@ def _solo(run: _Run, builds: int, index: int, running: int, first_counted: int,
         for _ in range(blocks_needed):
             run.advance(build)
             next_index += 1
-    run.advance(0)  # a last block, whose start ends the last window
-    sentinel = next_index
-    run.advance(0)  # ... and is seen running
+    sentinel = next_index  # a last block, whose start ends the last window ...
+    for _ in range(AHEAD + 1):
+        run.advance(0)  # ... and is seen running
     for position, (build, first, needed) in enumerate(starts):
         end = starts[position + 1][1] if position + 1 < len(starts) else sentinel
         windows[build] = (first, end, needed * run.count)

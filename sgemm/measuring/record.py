@@ -58,9 +58,11 @@ ASV_NVBENCH_ARGS = ("--min-time", "0.05", "--max-noise", "5", "--timeout", "5")
 # pairs of 10 ms blocks at least (the fewest whose median has a 95% interval), on to 0.6 s while the interval is
 # wider than 0.1%. Blocks of 10 ms, not 5, because shorter blocks measured the card away from the clock of its load
 # and read a step smaller; six pairs, not eight, because a case tight enough to stop there reads its step within its
-# spread between processes either way (lab/2026-11-27-history-pairing).
+# spread between processes either way (lab/2026-11-27-history-pairing). L2 flushed before every launch, as the gate's
+# rounds: a change that acts through L2 shows only so; the figure goes to a track of its own
+# (track_time_over_reference_flushed), the warm one ending where this began.
 REFERENCE_SETTINGS = PairedSettings(warmup_s=0.1, max_warmup_s=1.5, min_pairs=6, min_s=0.1, max_s=0.6,
-                                    target_half_width=0.001)
+                                    target_half_width=0.001, flush_l2=True)
 
 
 class NoGpuError(RuntimeError):
@@ -92,7 +94,7 @@ class CaseResult(Timing):
     telemetry: dict = field(default_factory=dict)
     card: str = ""  # which physical card measured it (sgemm.measuring.telemetry.card_id); empty without NVML
     library_version: str = ""  # cuBLAS's, for a library kernel
-    # Against the reference build, paired in one process: {"commit", "ratio", "interval", "pair_ratios", "method",
+    # Against the reference build, paired in one process: {"commit", "ratio", "interval", "pair_ratios", "method", "l2",
     # "joules_per_launch"}, or {"commit", "missing": why}; empty when no reference was asked for.
     reference: dict = field(default_factory=dict)
 
@@ -364,6 +366,7 @@ def time_against_reference(case: MeasuredCase, reference: Kernel, commit: str, r
         return {"commit": commit, "missing": f"the {exc.label} build: {exc.kind}: {exc.reason}"}
     return {"commit": commit, "ratio": ab.ratio(), "interval": list(ab.interval()),
             "pair_ratios": ab.timing.pair_ratios[0], "method": ab.timing.method,
+            "l2": "flushed" if settings.flush_l2 else "warm",
             "joules_per_launch": ab.timing.joules_per_launch, "warmup_s": ab.timing.warmup_s,
             "seconds": time.monotonic() - started}
 

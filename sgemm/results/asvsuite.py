@@ -33,8 +33,12 @@ ROUND_SM_CLOCK = "track_round_sm_clock"  # the round's median SM clock (MHz)
 ROUND_SAMPLES = "track_round_samples"  # how many samples the round's median is of
 CARD = "track_card"  # which physical card measured the round (sgemm.measuring.telemetry.card_number)
 ROUND_TRACKS = (ROUND_TIME, ROUND_SM_CLOCK, ROUND_SAMPLES, CARD)
-OVER_REFERENCE = "track_time_over_reference"  # time over the reference build's, paired in one process (a ratio)
-TRACKS = (TIME, TFLOPS, SM_CLOCK, POWER, TEMPERATURE, THROTTLED, *ROUND_TRACKS, OVER_REFERENCE)
+# Time over the reference build's, paired in one process (a ratio): with L2 warm, up to the commit whose package began
+# to flush L2 before every launch, where that track ends and the flushed one begins. Each is a series of its own: the
+# two regimes read different ratios, and a series crossing from one to the other would show a step of no code.
+OVER_REFERENCE = "track_time_over_reference"
+OVER_REFERENCE_FLUSHED = "track_time_over_reference_flushed"
+TRACKS = (TIME, TFLOPS, SM_CLOCK, POWER, TEMPERATURE, THROTTLED, *ROUND_TRACKS, OVER_REFERENCE, OVER_REFERENCE_FLUSHED)
 # What a gate's report reads; it runs no others (every track is a process per case and round: the sample counts and
 # the power are for the history).
 GATE_TRACKS = (ROUND_TIME, ROUND_SM_CLOCK, CARD, THROTTLED)

@@ -113,6 +113,15 @@ class Noise:
     sd: float
     df: int
 
+    def __post_init__(self):
+        # A zero spread would make every round's difference infinitely significant, and no spread is learned from
+        # fewer than two rounds.
+        if not (math.isfinite(self.sd) and self.sd > 0):
+            raise ValueError(f"a noise entry's sd must be a positive number, not {self.sd!r}")
+        if not (isinstance(self.df, int) and self.df >= 1):
+            raise ValueError(f"a noise entry's degrees of freedom must be a whole number of at least 1, not "
+                             f"{self.df!r}")
+
 
 @dataclass(frozen=True)
 class Effect:
@@ -135,19 +144,31 @@ class Effect:
 
     @property
     def p_value(self) -> float:
-        from scipy import stats
+        from scipy import special
 
         if not self.se > 0:  # a floor keeps this from happening with real rounds
             return 0.0 if self.log_ratio else 1.0
-        return float(2 * stats.t.sf(abs(self.log_ratio) / self.se, self.df))
+        return float(2 * special.stdtr(self.df, -abs(self.log_ratio) / self.se))
 
     def interval(self, level: float) -> tuple[float, float]:
         half = _t_ppf(0.5 + level / 2, self.df) * self.se
         return math.exp(self.log_ratio - half), math.exp(self.log_ratio + half)
 
+    def reach(self, alpha: float) -> float:
+        """How far a one-sided confidence bound at level `alpha` lies from the estimate, in log ratio."""
+        return _t_ppf(1 - alpha, self.df) * self.se
+
+    def bounds(self, alpha: float) -> tuple[float, float]:
+        """The ratio's lower and upper confidence bounds, each one-sided at level `alpha`: the ratio lies below the
+        upper one (and above the lower one) with probability at least 1 - alpha."""
+        reach = self.reach(alpha)
+        return math.exp(self.log_ratio - reach), math.exp(self.log_ratio + reach)
+
     def detectable(self, alpha: float, power: float = POWER) -> float:
-        """The smallest change (a fraction) this test finds with probability `power` at two-sided level `alpha`."""
-        return math.expm1((_t_ppf(1 - alpha / 2, self.df) + _t_ppf(power, self.df)) * self.se)
+        """The smallest change (a fraction) this test finds with probability `power` at two-sided level `alpha`: the
+        t statistic of a real change is a noncentral t, whose noncentrality is solved for (the far tail, below
+        -t, is left out: it adds less than alpha / 2)."""
+        return math.expm1(_noncentrality(self.df, power, _t_ppf(1 - alpha / 2, self.df)) * self.se)
 
     def with_rounds(self, per_side: int) -> Effect:
         """The same spread, measured in `per_side` rounds (a side): what more rounds would make of it."""
@@ -157,9 +178,18 @@ class Effect:
 
 @functools.lru_cache(maxsize=4096)
 def _t_ppf(q: float, df: float) -> float:
-    from scipy import stats
+    from scipy import special
 
-    return float(stats.t.ppf(q, df))
+    return float(special.stdtrit(df, q))
+
+
+@functools.lru_cache(maxsize=4096)
+def _noncentrality(df: float, power: float, critical: float) -> float:
+    """The noncentrality at which a noncentral t with `df` degrees of freedom exceeds `critical` with probability
+    `power`."""
+    from scipy import special
+
+    return float(special.nctdtrinc(df, 1 - power, critical))
 
 
 def _floored_variance(values: list[float], resolution: float) -> tuple[float, int]:

@@ -36,17 +36,32 @@ from pathlib import Path
 from .. import sourcetree
 from ..catalogue import Kernel
 from ..measuring.build import kernel_source
-from ..measuring.paired import PairedSettings
+from ..measuring.paired import TRIMMED_MEAN, PairedSettings
 from .evidence import Case, Noise, PairedRounds
 from .pairs import Pair
 
 ROUND_COMMAND = (sys.executable, "-m", "sgemm.measuring.ab")  # + PLAN OUT: one round, one process
-# One round's timing of a case: it runs until its own interval (the median's, 95%) is within 0.2% of its ratio, or
-# for max_s, so that a quiet case stops after a few pairs and a kernel whose launches jitter gets more time in every
-# round, the same in each, keeping its rounds alike (how much the kernels' launches vary: lab/2026-11-25-pair-noise/).
-# The settings are part of the paired noise a noise file learns.
-ROUND_SETTINGS = PairedSettings(warmup_s=0.2, max_warmup_s=2.0, min_pairs=6, min_s=0.2, max_s=12.0,
-                                target_half_width=0.002)
+# One round's timing of a case: it runs until its own interval (95%) is within 0.2% of its ratio, or for max_s, so that
+# a quiet case stops after a few pairs and a kernel whose launches jitter gets more time (how much the kernels'
+# launches vary: lab/2026-11-25-pair-noise/).
+# A round's figure is the trimmed mean of its pairs' log ratios, the steadier of the two estimators from round to
+# round, which is what decides how soon a case is SAME. L2 is flushed before every launch, as NVBench, Triton's
+# do_bench and most leaderboards time a kernel: a change of tile order or swizzle acts through L2 and shows only so
+# (lab/2026-11-25-hopper-fresh compares the two). The settings are part of the paired noise a noise file learns.
+ROUND_SETTINGS = PairedSettings(warmup_s=0.2, max_warmup_s=2.0, min_pairs=6, min_s=0.2, max_s=4.0,
+                                target_half_width=0.002, flush_l2=True, estimator=TRIMMED_MEAN)
+# A case whose bounds lie far from a decision gets up to this long a round instead of max_s (sgemm.gate.run's
+# round_time): time goes where more of it decides something, and a round of cases near their decision ends soon.
+LONGEST_ROUND_S = 12.0
+L2_FLUSHED, L2_WARM = "flushed", "warm"
+L2_MODES = (L2_FLUSHED, L2_WARM)
+
+
+def round_settings(l2: str = L2_FLUSHED) -> PairedSettings:
+    """A paired round's settings with L2 flushed before every launch (the default) or warm."""
+    if l2 not in L2_MODES:
+        raise ValueError(f"L2 is {' or '.join(L2_MODES)}, not {l2!r}")
+    return replace(ROUND_SETTINGS, flush_l2=l2 == L2_FLUSHED)
 
 # What a change must exceed to count: a paired ratio is precise to about 0.05% (so a 0.5% change clears 0.25% with
 # room), a ratio of separate processes to a few tenths of a percent below the power cap.
@@ -209,10 +224,17 @@ class PairedSession:
 
     def __init__(self, repo: Path, base: str, head: str, pairs: list[Pair], work_dir: Path, device: int,
                  thresholds: dict[str, float], noise: dict[str, Noise], gpu_check: Callable[[], None],
-                 settings: PairedSettings = ROUND_SETTINGS, machine: str = ""):
+                 settings: PairedSettings = ROUND_SETTINGS, machine: str = "", devices: list[int] | None = None,
+                 device_check: Callable[[int], None] | None = None):
+        """`devices`: the cards to spread the cases over (default: `device` alone), each case's rounds on one of
+        them; `device_check(device)`, where given, stands for `gpu_check` before each card's round."""
         self.pairs = {pair.label: pair for pair in pairs}
         self.thresholds, self.noise, self.gpu_check, self.settings, self.device = thresholds, noise, gpu_check, \
             settings, device
+        self.devices = list(devices) if devices else [device]
+        self.round_s: dict[str, float] = {}  # a case's own time limit in its next rounds, where not max_s
+        self.device_check = device_check
+        self.card = spread_by_cost({label: case_cost(pair) for label, pair in self.pairs.items()}, self.devices)
         self.trees = {}
         shutil.rmtree(work_dir / "trees", ignore_errors=True)  # an earlier run's exports: made again, from the commits
         try:
@@ -247,10 +269,11 @@ class PairedSession:
         return {"label": label, "kernels": {"base": pair.base.kernel, "head": pair.head.kernel},
                 "shape": list(pair.head.shape), "builds": {"base": build_digest(before), "head": build_digest(after)}}
 
-    def _plan(self, labels: list[str]) -> dict:
-        return {"trees": {side: str(tree) for side, tree in self.trees.items()}, "device": self.device,
+    def _plan(self, labels: list[str], device: int) -> dict:
+        return {"trees": {side: str(tree) for side, tree in self.trees.items()}, "device": device,
                 "settings": asdict(self.settings), "identity": self.identity,
-                "cases": [self._case(label) for label in labels]}
+                "cases": [self._case(label) for label in labels],
+                "max_s": {label: self.round_s[label] for label in labels if label in self.round_s}}
 
     def _take(self, line: dict) -> None:
         failed = line.get("failed")
@@ -271,7 +294,7 @@ class PairedSession:
         if not earlier:
             return None
         wanted = {label: _normal(self._case(label)) for label in labels}
-        common = _normal({"device": self.device, "settings": asdict(self.settings), "identity": self.identity})
+        common = _normal({"settings": asdict(self.settings), "identity": self.identity})
         set_aside, taken, lines_taken, cases, times = 0, 0, 0, set(), []
         aside = self._aside_folder()
         for number, plan_path in earlier:
@@ -279,7 +302,8 @@ class PairedSession:
             try:
                 plan = json.loads(plan_path.read_text())
                 cases_planned = {case["label"]: case for case in plan["cases"]}
-                ours = all(plan.get(key) == value for key, value in common.items())
+                ours = all(plan.get(key) == value for key, value in common.items()) \
+                    and plan.get("device") in self.devices
             except (ValueError, KeyError, TypeError, AttributeError):
                 ours = False
             if not ours:
@@ -291,6 +315,7 @@ class PairedSession:
             self.next_round = number + 1
             lines = [line for line in _read_lines(out) if line["label"] in wanted
                      and cases_planned.get(line["label"]) == wanted[line["label"]]
+                     and plan.get("device") == self.card[line["label"]]  # a case's rounds stay on one card
                      and (line.get("failed") or {}).get("kind") != "gpu shared"
                      and line["label"] not in self.failed]
             for line in lines:
@@ -314,37 +339,79 @@ class PairedSession:
             folder = self.work_dir / "set-aside" / f"{stamp}-{copy}"
         return folder
 
-    def _round(self, labels: list[str]) -> None:
-        self.gpu_check()
+    def _start(self, device: int, labels: list[str]) -> tuple[int, Path, Path, subprocess.Popen]:
+        """A round's process on `device` over these cases, started."""
+        if self.device_check:
+            self.device_check(device)
+        else:
+            self.gpu_check()
         self.processes += 1
         number, self.next_round = self.next_round, self.next_round + 1
         plan_path = self.rounds_dir / f"round-{number}.plan.json"
         out, log = (self.rounds_dir / f"round-{number}.jsonl", self.rounds_dir / f"round-{number}.log")
-        plan_path.write_text(json.dumps(self._plan(labels)))
-        print(f"sgemm gate: round {number}: {len(labels)} cases paired in one process", file=sys.stderr)
-        started = time.monotonic()
+        plan_path.write_text(json.dumps(self._plan(labels, device)))
+        where = f" on GPU {device}" if len(self.devices) > 1 else ""
+        print(f"sgemm gate: round {number}: {len(labels)} cases paired in one process{where}", file=sys.stderr)
         with open(log, "w") as stderr:
-            status = subprocess.run([*ROUND_COMMAND, str(plan_path), str(out)], stdout=stderr,
-                                    stderr=subprocess.STDOUT).returncode
-        print(f"sgemm gate: round {number}: done in {time.monotonic() - started:.0f} s", file=sys.stderr)
-        seen = set()
-        for line in _read_lines(out):
-            seen.add(line["label"])
-            self._take(line)
-        for label in labels:
-            if label not in seen and label not in self.failed:
-                last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
-                self.failed[label] = f"the round's process exited {status} before measuring it: {last[:300]}"
+            process = subprocess.Popen([*ROUND_COMMAND, str(plan_path), str(out)], stdout=stderr,
+                                       stderr=subprocess.STDOUT)
+        return number, out, log, process
+
+    def _rounds(self, by_device: dict[int, list[str]]) -> None:
+        """One round on each card at once, each over its own cases, and their lines taken once all have ended."""
+        started = time.monotonic()
+        running = []
+        try:
+            for device, labels in by_device.items():
+                running.append((labels, *self._start(device, labels)))
+        finally:
+            statuses = [process.wait() for *_, process in running]
+        for (labels, number, out, log, _), status in zip(running, statuses):
+            print(f"sgemm gate: round {number}: done in {time.monotonic() - started:.0f} s", file=sys.stderr)
+            seen = set()
+            for line in _read_lines(out):
+                seen.add(line["label"])
+                self._take(line)
+            for label in labels:
+                if label not in seen and label not in self.failed:
+                    last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
+                    self.failed[label] = f"the round's process exited {status} before measuring it: {last[:300]}"
 
     def measure(self, labels: list[str], rounds: int) -> dict[str, Case]:
         while not self.shared_gpu:
             short = [label for label in labels if label not in self.failed and self.measured[label].count < rounds]
             if not short:
                 break
-            self._round(short)
+            by_device: dict[int, list[str]] = {}
+            for label in short:
+                by_device.setdefault(self.card[label], []).append(label)
+            self._rounds(dict(sorted(by_device.items())))
         return {label: Case(label, self.pairs[label].head.kernel, self.thresholds[label],
                             paired=self.measured[label].rounds(rounds), noise=self.noise.get(label))
                 for label in labels if label not in self.failed and self.measured[label].count >= rounds}
+
+
+# Seconds a case's round costs before its pairs (build, FP64 check, warm-up), and what a 4096^3 GEMM's work adds:
+# a guess before any round, which only needs to put a heavy case and a light one on different cards.
+CASE_FLOOR_S, WORK_4096_S = 1.0, 1.0
+
+
+def case_cost(pair: Pair) -> float:
+    """What a case's round is guessed to cost, from its shape."""
+    m, n, k = pair.head.shape
+    return CASE_FLOOR_S + WORK_4096_S * m * n * k / 4096 ** 3
+
+
+def spread_by_cost(costs: dict[str, float], devices: list[int]) -> dict[str, int]:
+    """Each case's card: costliest first onto the least loaded card (the lowest among equals), ties between cases
+    broken by their names, so that the same cases always land on the same cards."""
+    loads = {device: 0.0 for device in devices}
+    chosen = {}
+    for label in sorted(costs, key=lambda label: (-costs[label], label)):
+        device = min(devices, key=lambda d: (loads[d], d))
+        chosen[label] = device
+        loads[device] += costs[label]
+    return chosen
 
 
 def wait_for_gpu(device: int, timeout_s: float) -> None:

@@ -114,3 +114,35 @@ def test_a_commit_whose_package_takes_square_sizes_only_still_runs_them(tmp_path
     assert bound == [("fp32/naive", 1024)] and gemm.case == "case"
     with pytest.raises(NotImplementedError, match="square shapes only"):
         suite.GemmShapes().setup(str(tmp_path), "fp32/naive", "256x1024x1024")
+
+
+class Figures:
+    """A case's recorded figures as a commit's package returns them; counts what each track asked under."""
+
+    def __init__(self, reference):
+        self.reference, self.asked = reference, []
+
+    def result(self, method):
+        self.asked.append(method)
+        return self
+
+
+WARM = {"commit": "c" * 40, "pair_ratios": [1.001, 0.999], "method": "paired in one process, L2 warm"}
+FLUSHED = {**WARM, "method": "paired in one process, L2 flushed before each launch", "l2": "flushed"}
+
+
+@pytest.mark.parametrize("recorded, warm, flushed", [(WARM, [1.001, 0.999], None), (FLUSHED, None, [1.001, 0.999])])
+def test_the_reference_pairing_goes_to_the_track_of_its_l2_regime_and_the_other_skips(recorded, warm, flushed):
+    """A commit from before the flush (its method says warm, no "l2") continues the warm series; one that flushes
+    starts the flushed series: each series holds one regime, so neither shows a step where the regime changed."""
+    suite = load_suite()
+    gemm = suite.Gemm()
+    gemm.case = Figures(recorded)
+    for track, expected in (("track_time_over_reference", warm), ("track_time_over_reference_flushed", flushed)):
+        if expected is None:
+            with pytest.raises(suite.SkipNotImplemented, match="timed its reference pairing with L2"):
+                getattr(gemm, track)("run")
+        else:
+            assert getattr(gemm, track)("run") == {"samples": expected, "number": 1}
+    assert gemm.case.asked == ["time_over_reference", "time_over_reference_flushed"]  # a round count of its own each
+    assert suite.Gemm.track_time_over_reference_flushed.version == suite.Gemm.track_time_over_reference.version

@@ -233,6 +233,8 @@ BAD_BENCHMARKS = results_copy("bad", foreign_benchmarks)
 NOT_JSON = write("bad.json", "not json")
 A_LIST = write("list.json", "[1]")
 OTHER_NOISE = write("other.json", json.dumps({"machine": "other", "cases": {}, "paired": {}}))
+ZERO_NOISE = write("zero.json", json.dumps({"machine": "box", "cases": {}, "paired": {
+    "fp32/naive 4096x4096x4096": {"sd": 0.0, "df": 6}}}))
 GIT_SITE = write("gitsite/.git/HEAD", "ref: refs/heads/gh-pages\n")
 ROUNDS_NOT_JSON = write("gate-work/rounds/round-1.jsonl", "not json\n")
 ROUNDS_WORD_RATIO = write("gate-work/rounds/round-1.jsonl", '{"label": "x", "ratio": "a"}\n')
@@ -339,6 +341,17 @@ KNOWN = [
     ([*GATE, "--report", "{tmp}/missing/gate.md"], 2, "the folder {tmp}/missing does not exist"),
     ([*GATE, "--device", "-1"], 2, "a device index must be at least 0"),
     ([*GATE, "--rounds", "5", "--max-rounds", "4"], 2, "--max-rounds 4 is below --rounds 5"),
+    ([*GATE, "--extra-rounds", "-1"], 2, "--extra-rounds must be at least 0, got -1"),
+    ([*GATE, "--gpus", "0"], 2, "--gpus takes a number of GPUs (at least 1) or 'all', got '0'"),
+    ([*GATE, "--gpus", "2", "--device", "1"], 2, "--gpus 2 takes the first cards this process may use: leave out "
+     "--device 1"),
+    (["gate", "HEAD~1", "HEAD", "--repo", "{repo}", "--gpus", "2"], 2, "sgemm gate: --gpus 2: NVML is not available"),
+    (["gate", "HEAD~1", "HEAD", "--repo", "{repo}", "--cpu-check"], 2,
+     "--cpu-check goes with --dry-run: it times nothing"),
+    ([*GATE, "--plan", "{tmp}/plan.json"], 2, "--plan goes with --cpu-check: it is where that check writes its answer"),
+    ([*GATE, "--cpu-check", "--plan", "{tmp}"], 2, "--plan {tmp} is a directory"),
+    ([*GATE, "--l2", "cold"], 2, "argument --l2: invalid choice: 'cold' (choose from … flushed … warm"),
+    ([*GATE, "--extra-rounds", "two"], 2, "--extra-rounds is a whole number, got 'two'"),
     ([*GATE, "--noise", "{tmp}/missing.json"], 2, "--noise {tmp}/missing.json: no such file"),
     ([*GATE, "-k", "bf16/wgmma_tma", "--size", "1024"], 2, "no case of the suite measures that"),
     (["gate", "HEAD~1", "HEAD", "--repo", "{tmp}", "--dry-run"], 2, "no sgemm/catalogue.toml"),
@@ -563,6 +576,9 @@ VARIANTS = [
     ([*GATE, "--noise", "{tmp}/other.json", "--machine", "box"], 2,
      "--noise {tmp}/other.json is the noise of machine 'other', not of 'box'", OTHER_NOISE, "another machine's noise"),
     ([*GATE, "--noise", "{tmp}/notes"], 2, "--noise {tmp}/notes: no such file"),
+    ([*GATE, "--noise", "{tmp}/zero.json", "--machine", "box"], 2,
+     "--noise {tmp}/zero.json: paired entry 'fp32/naive 4096x4096x4096': a noise entry's sd must be a positive number",
+     ZERO_NOISE, "an entry of sd 0"),
     ([*GATE, "--noise", ""], 2, "argument --noise: expected a path, got ''"),
     ([*GATE, "--report", "{tmp}"], 2, "--report {tmp} is a directory: name a file"),
     ([*GATE, "--report", ""], 2, "argument --report: expected a path, got ''"),

@@ -185,7 +185,7 @@ def test_unpaired_open_cases_get_more_rounds_up_to_the_cap(synthetic_repo, tmp_p
     repo, commit = synthetic_repo
     base = commit("base", {}, {})
     head = commit("hot", {"float4": 1.1}, {"float4": 1800.0})  # stays AMBIGUOUS: open until the cap
-    result = unpaired_gate(repo, base, head, tmp_path, max_rounds=5)
+    result = unpaired_gate(repo, base, head, tmp_path, max_rounds=5, extra_rounds=0)
     assert result.rounds == 5
     float4 = next(c for c in result.judged if c.label.startswith("fp32/float4"))
     naive = next(c for c in result.judged if c.label.startswith("fp32/naive"))
@@ -711,3 +711,124 @@ def test_launches_that_cannot_be_compared_send_every_case_unpaired_saying_why(pr
     result = measuring_gate(repo, base, head, tmp_path)
     assert result.method == UNPAIRED and "the launches could not be compared" in result.unpaired_because
     assert not result.unchanged and len(result.comparisons) == 3
+
+
+# --- L2: flushed before every launch by default, warm when asked -----------------------------------------------------
+
+
+@pytest.mark.parametrize("l2, flushed, said", [("flushed", True, "L2 flushed before every launch"),
+                                               ("warm", False, "L2 warm (--l2 warm)")])
+def test_paired_rounds_flush_l2_unless_asked_to_leave_it_warm_and_the_report_says_which(kernel_repo, tmp_path, l2,
+                                                                                       flushed, said):
+    repo, commit = kernel_repo
+    base = git(repo, "rev-parse", "HEAD")
+    head = commit("spin", {"kernels/fp32_warptile.cu": SPIN})
+    result = paired_gate(repo, base, head, tmp_path, ratios={"fp32/warptile 4096x4096x4096": 1.005}, l2=l2)
+    plans = [json.loads(path.read_text()) for path in (tmp_path / "gate" / "paired" / "rounds").glob("*.plan.json")]
+    assert plans and {plan["settings"]["flush_l2"] for plan in plans} == {flushed}
+    report = markdown(result, "H100")
+    assert f"timed in alternating blocks, {said}" in report and f"process, {said}" in report
+
+
+def test_a_noise_file_learned_with_l2_warm_is_set_aside_for_flushed_rounds(tmp_path):
+    from dataclasses import asdict
+
+    from sgemm.gate.noise import read, write
+    from sgemm.rounds.evidence import Noise
+    from sgemm.rounds.session import round_settings
+
+    path = tmp_path / "noise.json"
+    write(path, "box", {}, 0, {"fp32/naive 4096x4096x4096": Noise(0.0003, 24)}, 3, asdict(round_settings("warm")))
+    noise, why = read(path, "box", asdict(round_settings("flushed")))
+    assert "paired" not in noise and "its paired noise was set aside" in why and '"flush_l2": false' in why
+    assert read(path, "box", asdict(round_settings("warm")))[0]["paired"]
+
+
+# --- Every GPU of the box: cases spread by cost, each case's rounds on one card, one family --------------------------
+
+
+def test_cases_are_spread_over_the_cards_by_cost_each_keeping_its_card_and_judged_as_one_family(fixed_repo, tmp_path,
+                                                                                               capsys):
+    repo, _, base, head = fixed_repo
+    where = tmp_path / "two"
+    where.mkdir()
+    (where / "fake-ratios.json").write_text(json.dumps({"ratios": FIXED_RATIOS, "spread": FIXED_SPREAD,
+                                                        "cut_after": None}))
+    selection = select_kernels(str(repo), base, head)
+    cases = [SuiteCase.square(name, size) for name in selection.kernels if "cublas" not in name
+             for size in (4096, 8192)]
+    checked = []
+    result = run_gate(repo, base, head, selection, cases, "gpu-box", where / "gate",
+                      Settings(rounds=3, max_rounds=6, time_unchanged=True),
+                      gpu_check=lambda device, timeout: checked.append(device), devices=[0, 1])
+    rounds = where / "gate" / "paired" / "rounds"
+    devices_of: dict[str, set] = {}
+    for path in rounds.glob("*.plan.json"):
+        plan = json.loads(path.read_text())
+        for case in plan["cases"]:
+            devices_of.setdefault(case["label"], set()).add(plan["device"])
+    assert all(len(devices) == 1 for devices in devices_of.values())  # a case's rounds on one card
+    assert set().union(*devices_of.values()) == {0, 1} and set(checked) == {0, 1}
+    # The two 8192 cases (eight times the work) go to different cards.
+    big = [label for label in devices_of if "8192" in label]
+    assert len(big) == 2 and {next(iter(devices_of[label])) for label in big} == {0, 1}
+    assert result.cards == {label: next(iter(devices)) for label, devices in devices_of.items()}
+    assert {c.level.family for c in result.judged} == {len(cases)}
+    assert judged(result)[WARPTILE][0] is Verdict.REGRESSION
+    assert "round 1: 2 cases paired in one process on GPU 0" in capsys.readouterr().err
+    assert "spread over 2 GPUs (0, 1) by cost, each case's rounds on one card" in markdown(result, "H100")
+
+
+def test_the_gpus_asked_for_are_checked_against_the_cards_the_process_may_use(kernel_repo, monkeypatch, capsys):
+    from sgemm import cli
+    from sgemm.measuring import cards
+
+    repo, commit = kernel_repo
+    commit("spin", {"kernels/fp32_warptile.cu": SPIN})
+
+    monkeypatch.setattr(cards, "visible_cards", lambda: [cards.Card(0, "NVIDIA H100 80GB HBM3", "GPU-a"),
+                                                         cards.Card(1, "NVIDIA H200", "GPU-b")])
+    for asked, said in (("3", "--gpus 3: this process may use 2 GPUs, not 3"),
+                        ("all", "--gpus all: the GPUs are not one model (GPU 0: NVIDIA H100 80GB HBM3, GPU 1: NVIDIA "
+                                "H200)")):
+        assert cli.main(["gate", "HEAD~1", "HEAD", "--repo", str(repo), "--gpus", asked]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"sgemm gate: {said}") and err.count("\n") == 1
+
+
+# --- Rounds that end soon: a case's time by how far it is from a decision --------------------------------------------
+
+
+def open_comparison(ratios, noise=None):
+    from sgemm.gate.verdict import Level, judge
+    from sgemm.rounds.evidence import Case, PairedRounds, spend
+
+    [comparison] = judge([Case("k", "fp32/k", 0.0025, paired=PairedRounds(tuple(ratios)), noise=noise)],
+                         Level(spend(3, 0, 9), 40, 9))
+    return comparison
+
+
+def test_a_case_near_its_decision_gets_a_short_round_and_one_far_from_it_a_long_one():
+    from sgemm.gate.run import round_time
+    from sgemm.rounds.evidence import Noise
+
+    near = open_comparison((1.0004, 0.9996, 1.0001), Noise(0.0021, 12))
+    far = open_comparison((1.0030, 0.9970, 1.0001))
+    past = open_comparison((1.0040, 1.0020, 1.0030))  # its estimate already beyond 0.25%, not yet significant
+    assert near.open and far.open and past.open
+    assert round_time(near, 4.0, 12.0) < 6.0
+    assert round_time(far, 4.0, 12.0) == 12.0 and round_time(past, 4.0, 12.0) == 12.0
+    assert 4.0 <= round_time(near, 4.0, 12.0)
+
+
+def test_the_rounds_after_a_look_give_each_open_case_its_own_time(fixed_repo, tmp_path):
+    repo, _, base, head = fixed_repo
+    result = fixed_gate(repo, base, head, tmp_path / "w")
+    rounds = tmp_path / "w" / "gate" / "paired" / "rounds"
+    plans = {int(path.name.split("-")[1].split(".")[0]): json.loads(path.read_text())
+             for path in rounds.glob("*.plan.json")}
+    assert all(not plans[n].get("max_s") for n in (1, 2, 3))  # before the first look, every case the settings' time
+    later = [plans[n] for n in sorted(plans) if n > 3]
+    assert later and all(set(plan["max_s"]) == {case["label"] for case in plan["cases"]} for plan in later)
+    assert all(4.0 <= seconds <= 12.0 for plan in later for seconds in plan["max_s"].values())
+    assert judged(result)[WMMA][4] > 3

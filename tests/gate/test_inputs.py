@@ -87,8 +87,8 @@ def test_the_gate_is_handed_the_bases_configuration_noise_and_thresholds(change,
     handed = {}
 
     def stand_in(repo, base, head, selection, cases, machine, work_dir, settings, device, compute_capability,
-                 asv_config):
-        handed.update(settings=settings, asv_config=asv_config, cases=cases)
+                 asv_config, devices):
+        handed.update(settings=settings, asv_config=asv_config, cases=cases, devices=devices)
         return GateResult(base, head, machine, selection, settings)
 
     gpu = SimpleNamespace(name="Stand-in GPU", compute_capability=90, compute_capability_text="9.0", driver="1",
@@ -100,6 +100,7 @@ def test_the_gate_is_handed_the_bases_configuration_noise_and_thresholds(change,
                               work_dir=tmp_path / "gate")
     assert plan.gate(request) == 0
     assert handed["cases"], "the change selects nothing: the test measures nothing"
+    assert handed["devices"] is None  # one card, the --device one, unless --gpus named more
     assert "evil-package" not in handed["asv_config"].read_text()
     assert handed["settings"].noise[UNPAIRED]["fp32/naive 1024x1024x1024"] == Noise(0.001, 30)
     settings = handed["settings"]

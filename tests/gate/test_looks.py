@@ -4,12 +4,15 @@ false-alarm rate over many simulated gates is tests/tools/simulate/test_simulate
 import math
 import random
 
+import pytest
+
+from sgemm.gate import looks
 from sgemm.gate.looks import Schedule, run_looks
-from sgemm.gate.verdict import Verdict
-from sgemm.rounds.evidence import FALSE_DISCOVERY_RATE, Case, PairedRounds, spend
+from sgemm.gate.verdict import Spending, Verdict
+from sgemm.rounds.evidence import FALSE_DISCOVERY_RATE, Case, Noise, PairedRounds, spend
 
 
-def simulated(sds: dict[str, float], truth: dict[str, float], seed: int = 0):
+def simulated(sds: dict[str, float], truth: dict[str, float], seed: int = 0, noise: dict | None = None):
     """measure(labels, rounds) over paired rounds drawn from each case's sd, and a log of what it was asked."""
     rng = random.Random(seed)
     drawn: dict[str, list[float]] = {label: [] for label in sds}
@@ -20,13 +23,14 @@ def simulated(sds: dict[str, float], truth: dict[str, float], seed: int = 0):
         for label in labels:
             while len(drawn[label]) < rounds:
                 drawn[label].append(truth.get(label, 1.0) * math.exp(rng.gauss(0, sds[label])))
-        return {label: Case(label, label, 0.0025, paired=PairedRounds(tuple(drawn[label]))) for label in labels}
+        return {label: Case(label, label, 0.0025, paired=PairedRounds(tuple(drawn[label][:rounds])),
+                            noise=(noise or {}).get(label)) for label in labels}
 
     return measure, asked
 
 
 def test_decided_cases_are_frozen_and_only_open_ones_are_measured_again():
-    sds = {"quiet": 0.0001, "slower": 0.0001, "noisy": 0.003}
+    sds = {"quiet": 0.0001, "slower": 0.0001, "noisy": 0.01}
     measure, asked = simulated(sds, {"slower": 1.01})
     outcome = run_looks(list(sds), measure, Schedule(3, 9))
     assert asked[0] == (["quiet", "slower", "noisy"], 3)
@@ -34,8 +38,9 @@ def test_decided_cases_are_frozen_and_only_open_ones_are_measured_again():
     quiet, slower, noisy = (outcome.comparisons[label] for label in ("quiet", "slower", "noisy"))
     assert slower.verdict is Verdict.REGRESSION and slower.level.rounds_before == 0  # decided at the first look
     assert quiet.verdict is Verdict.SAME and quiet.case.rounds == 3
-    assert noisy.verdict is Verdict.NOT_POWERED and noisy.case.rounds == 9 and noisy.level.final
-    assert outcome.rounds == 9 and outcome.looks == 2
+    # Hopeless past the ninth round (no rounds allowed would let it see 0.25%), it ends there.
+    assert noisy.verdict is Verdict.NOT_POWERED and noisy.case.rounds == 9 and noisy.level.rounds_before == 3
+    assert outcome.rounds == 9 and outcome.looks == 2 and not outcome.extended
 
 
 def test_the_looks_together_spend_no_more_than_the_rate():
@@ -56,3 +61,51 @@ def test_a_case_the_measuring_could_not_give_is_left_to_the_gate():
     outcome = run_looks(["fine", "broken"], measure, Schedule(3, 9))
     assert list(outcome.comparisons) == ["fine"]
 
+
+
+def test_the_few_cases_still_open_after_the_most_rounds_go_on_and_decide():
+    # 40 quiet cases and one whose spread nine rounds cannot quite bring inside 0.25% at the family's level.
+    sds = {f"q{i}": 0.0001 for i in range(40)} | {"edge": 0.0022}
+    measure, asked = simulated(sds, {}, seed=4)
+    outcome = run_looks(list(sds), measure, Schedule(3, 9))
+    edge = outcome.comparisons["edge"]
+    assert outcome.extended == 1 and 9 < edge.case.rounds <= 15
+    assert all(labels == ["edge"] for labels, rounds in asked if rounds > 9)
+    assert edge.verdict is Verdict.SAME and edge.level.rounds_before >= 9
+    without = run_looks(list(sds), simulated(sds, {}, seed=4)[0], Schedule(3, 9, extra_rounds=0))
+    assert without.comparisons["edge"].verdict is Verdict.NOT_POWERED and without.rounds == 9
+
+
+def test_many_cases_open_after_the_most_rounds_end_not_powered_there():
+    sds = {f"n{i}": 0.005 for i in range(6)}  # more than the few (two of six) that may go on
+    measure, asked = simulated(sds, {}, seed=4)
+    outcome = run_looks(list(sds), measure, Schedule(3, 9))
+    assert max(rounds for _, rounds in asked) == 9 and not outcome.extended
+    assert Verdict.NOT_POWERED in {c.verdict for c in outcome.comparisons.values()}
+
+
+@pytest.mark.parametrize("extra, reserve", [(0, 0.0), (6, 0.2), (3, 0.5)])
+def test_every_look_together_spends_at_most_the_rate_with_the_rounds_past_the_most(extra, reserve):
+    spending = Spending(FALSE_DISCOVERY_RATE, 9, extra, reserve)
+    for schedule in ([0, 3, 9, 15], [0, 3, 4, 5, 9, 10, 12, 15], [0, 9, 12]):
+        spent = sum(spending.alpha(n, before) for before, n in zip(schedule, schedule[1:]))
+        assert spent <= FALSE_DISCOVERY_RATE + 1e-12
+    assert sum(spending.alpha(n, n - 1) for n in range(1, 9 + extra + 1)) == pytest.approx(FALSE_DISCOVERY_RATE)
+
+
+def test_the_whole_noise_file_is_checked_once_over_every_cases_first_rounds(monkeypatch):
+    checked = []
+    real = looks.noise_contradicted
+    monkeypatch.setattr(looks, "noise_contradicted", lambda cases: checked.append(len(cases)) or real(cases))
+    sds = {"quiet": 0.0001, "noisy": 0.002}
+    measure, _ = simulated(sds, {}, noise={label: Noise(sd, 10) for label, sd in sds.items()})
+    outcome = run_looks(list(sds), measure, Schedule(3, 9))
+    assert checked == [2] and outcome.looks > 1
+
+
+def test_a_kernel_changed_at_one_size_is_found_at_that_size_alone():
+    sizes = [f"fp16/k {n}x{n}x{n}" for n in (1024, 2048, 4096, 8192)]
+    sds = {label: 0.0004 for label in sizes} | {f"other{i}": 0.0004 for i in range(50)}
+    measure, _ = simulated(sds, {sizes[3]: 1.005}, seed=5)
+    outcome = run_looks(list(sds), measure, Schedule(3, 9))
+    assert [label for label, c in outcome.comparisons.items() if c.verdict is Verdict.REGRESSION] == [sizes[3]]

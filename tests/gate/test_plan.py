@@ -82,7 +82,7 @@ def test_an_unexpected_failure_exits_2_never_1(checkout, monkeypatch, capsys):
     from sgemm.gate import plan
 
     monkeypatch.chdir(checkout)
-    def explode(request, dry_run=False):
+    def explode(request, **options):
         raise KeyError("something nobody expected")
 
     monkeypatch.setattr(plan, "gate", explode)

@@ -154,3 +154,26 @@ def test_a_round_of_the_gate_writes_a_line_a_case(tmp_path):
 
 def test_get_kernel_default_tree_is_the_package_s():
     assert get_kernel("fp32/naive").kernel_dir == KERNEL_DIR
+
+
+def test_a_round_gives_each_case_the_time_its_plan_names(tmp_path, monkeypatch):
+    """The gate sets a case's time limit by how far it is from a decision (sgemm.gate.run.round_time); the round's
+    process honours it case by case, and the settings' own max_s elsewhere."""
+    from types import SimpleNamespace
+
+    import cupy
+
+    from sgemm.measuring import telemetry
+
+    given = {}
+    monkeypatch.setattr(cupy.cuda, "Device", lambda device: SimpleNamespace(use=lambda: None))
+    monkeypatch.setattr(telemetry.CardReadings, "of", classmethod(lambda cls, device: None))
+    monkeypatch.setattr(ab, "compile_ahead", lambda kernels, device: None)
+    monkeypatch.setattr(ab, "_case_line", lambda case, trees, settings, readings: given.setdefault(
+        case["label"], settings.max_s) and {"label": case["label"], "failed": {"kind": "x", "reason": "y"}})
+    tree = tree_copy(tmp_path / "tree")
+    case = {"kernels": {"base": "fp32/naive", "head": "fp32/naive"}, "shape": [64, 64, 64]}
+    plan = {"trees": {"base": str(tree), "head": str(tree)}, "device": 0, "settings": {"max_s": 4.0},
+            "cases": [{"label": "far", **case}, {"label": "near", **case}], "max_s": {"far": 11.5}}
+    ab.run_round(plan, tmp_path / "out.jsonl")
+    assert given == {"far": 11.5, "near": 4.0}

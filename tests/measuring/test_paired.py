@@ -42,6 +42,12 @@ class SimulatedGpu:
     def seconds_per_launch(self, block):
         return (block[2] - block[1]) / block[3]
 
+    def gap_s(self, earlier, later):
+        return later[1] - earlier[2]
+
+    def span_s(self, first, last):
+        return last[2] - first[1]
+
     def finish(self):
         self.finished = True
 
@@ -69,17 +75,19 @@ def launches(count):
     return made
 
 
-def test_blocks_run_in_cycles_whose_order_turns_round_every_cycle():
-    assert [builds_order(2, i) for i in range(8)] == [0, 1, 1, 0, 0, 1, 1, 0]
-    assert [builds_order(3, i) for i in range(6)] == [0, 1, 2, 2, 1, 0]
+def test_blocks_run_in_pairs_of_cycles_and_the_builds_take_the_outer_places_in_turn():
+    assert [builds_order(2, i) for i in range(12)] == [0, 1, 1, 0, 1, 0, 0, 1, 0, 1, 1, 0]  # A B B A, B A A B, ...
+    assert [builds_order(3, i) for i in range(12)] == [0, 1, 2, 2, 1, 0, 2, 1, 0, 0, 1, 2]
 
 
-def test_a_pair_ratio_cancels_a_linear_drift():
-    # A 2% slower build, and a card that slows by 1% a block: A B B A with times 1, 1.02*1.01, 1.02*1.02, 1.03.
-    first = [1.0, 1.03]
-    other = [1.02 * 1.01, 1.02 * 1.02]
-    assert pair_ratios(first, other)[0] == pytest.approx(1.02, abs=2e-4)
-    assert other[0] / first[0] != pytest.approx(1.02, abs=2e-4)  # one cycle alone would not
+@pytest.mark.parametrize("order", ["ABBA", "BAAB"])
+def test_a_pair_ratio_cancels_a_linear_drift_whichever_build_is_outside(order):
+    # A 2% slower build B, and a card that slows by 1% a block, over four blocks in this order.
+    times = {"A": [], "B": []}
+    for place, build in enumerate(order):
+        times[build].append((1.02 if build == "B" else 1.0) * (1 + 0.01 * place))
+    assert pair_ratios(times["A"], times["B"])[0] == pytest.approx(1.02, abs=2e-4)
+    assert times["B"][0] / times["A"][0] != pytest.approx(1.02, abs=2e-4)  # one cycle alone would not
 
 
 @pytest.mark.parametrize("n, k", [(6, 1), (10, 2), (20, 6), (100, 40)])
@@ -182,3 +190,140 @@ def test_one_build_alone_is_refused():
 def test_the_method_is_named():
     assert PairedSettings().method == "paired in one process, L2 warm"
     assert PairedSettings(flush_l2=True).method == "paired in one process, L2 flushed before each launch"
+
+
+# --- The round's estimator ------------------------------------------------------------------------------------------
+
+
+def round_ratios(estimator, seeds=80, jitter=0.004):
+    return [run(SimulatedGpu([1e-3, 1e-3], jitter=jitter, seed=seed), max_s=0.6, min_s=0.6,
+                target_half_width=0.0, estimator=estimator).ratio() for seed in range(seeds)]
+
+
+def test_the_trimmed_mean_of_log_pair_ratios_spreads_less_from_round_to_round_than_their_median():
+    from statistics import stdev
+
+    assert stdev(round_ratios(paired.TRIMMED_MEAN)) < 0.92 * stdev(round_ratios(paired.MEDIAN))
+
+
+def test_a_few_wild_pairs_barely_move_the_trimmed_mean():
+    calm = [math.exp(0.001 * ((i * 7) % 11 - 5) / 5) for i in range(30)]
+    wild = calm[:27] + [1.5, 1.6, 0.5]  # a clock step, two stalled launches
+    assert paired.estimate(wild, paired.TRIMMED_MEAN) == pytest.approx(paired.estimate(calm, paired.TRIMMED_MEAN),
+                                                                       abs=5e-4)
+    assert abs(paired.estimate(wild, paired.TRIMMED_MEAN) - 1) < abs(sum(wild) / len(wild) - 1) / 20
+
+
+def test_the_trimmed_means_interval_covers_the_ratio_about_95_times_in_100():
+    import random as random_module
+
+    rng = random_module.Random(3)
+    covered = 0
+    for _ in range(400):
+        ratios = [1.002 * math.exp(rng.gauss(0, 0.003)) for _ in range(24)]
+        low, high = paired.estimate_interval(ratios, paired.TRIMMED_MEAN)
+        covered += low <= 1.002 <= high
+    assert 366 <= covered <= 396
+    assert paired.estimate_interval([1.0] * 5, paired.TRIMMED_MEAN) == (-math.inf, math.inf)
+
+
+def test_an_unknown_estimator_is_refused():
+    with pytest.raises(ValueError, match="'median' or 'trimmed mean', not 'mode'"):
+        PairedSettings(estimator="mode")
+
+
+# --- Places and pauses: a GPU behind a host that takes time ----------------------------------------------------------
+
+
+class HostAndGpu:
+    """A GPU that runs each block once the host released it and the block before it ended, behind a host whose
+    every event query costs `query_s` of its own time (the stopping check's cost lies in them). A block in the middle
+    places of its pair of cycles runs `middle` slower, and one that starts after the GPU idled runs `after_idle`
+    slower: effects of a place, which the timer must not turn into a ratio."""
+
+    def __init__(self, seconds, query_s=0.0, middle=0.0, after_idle=0.0, jitter=0.0, seed=0):
+        self.seconds, self.query_s, self.middle, self.after_idle, self.jitter = seconds, query_s, middle, after_idle, \
+            jitter
+        self.rng = random.Random(seed)
+        self.host = 0.0
+        self.blocks = []
+        self.queries = 0
+
+    def queue(self, launch, count, flush_l2):
+        block = {"build": launch.build, "count": count, "index": len(self.blocks), "release": None, "start": None}
+        self.blocks.append(block)
+        return block
+
+    def release(self, block):
+        block["release"] = self.host
+
+    def _schedule(self, block):
+        if block["start"] is not None:
+            return
+        before = self.blocks[block["index"] - 1] if block["index"] else None
+        if before:
+            self._schedule(before)
+        ready = before["end"] if before else 0.0
+        block["start"] = max(ready, block["release"])
+        slower = 1 + (self.middle if block["index"] % 4 in (1, 2) else 0.0)
+        slower *= 1 + (self.after_idle if before and block["start"] - ready > 1e-6 else 0.0)
+        block["end"] = block["start"] + block["count"] * self.seconds[block["build"]] * slower * math.exp(
+            self.rng.gauss(0, self.jitter))
+
+    def started(self, block):
+        if block["release"] is None:
+            return False
+        self._schedule(block)
+        self.host = max(self.host, block["start"]) + 2e-5
+        return True
+
+    def seconds_per_launch(self, block):
+        self.host += self.query_s
+        self.queries += 1
+        self._schedule(block)
+        return (block["end"] - block["start"]) / block["count"]
+
+    def gap_s(self, earlier, later):
+        return later["start"] - earlier["end"]
+
+    def span_s(self, first, last):
+        return last["end"] - first["start"]
+
+    def finish(self):
+        pass
+
+    def now(self):
+        return self.host
+
+
+def timed(gpu, **settings):
+    return time_paired(launches(2), gpu, None, PairedSettings(**settings), seconds_per_launch=max(gpu.seconds),
+                       now=gpu.now)
+
+
+def test_a_place_effect_averages_out_of_the_ratio():
+    # The blocks in the middle of every pair 0.2% slower: with A B B A every time, B read 0.2% slow; taking the outer
+    # places in turn, the builds share it.
+    gpu = HostAndGpu([1e-3, 1e-3], middle=0.002)
+    timing = timed(gpu, warmup_s=0.05, max_warmup_s=0.05, max_s=2.0, min_s=2.0, target_half_width=0.0,
+                   estimator=paired.TRIMMED_MEAN)
+    assert timing.pairs % 2 == 0
+    assert timing.ratio() == pytest.approx(1.0, abs=2e-5)
+
+
+def test_a_costly_stopping_check_leaves_the_gpu_busy_and_the_gaps_are_read_from_the_events():
+    # Every event query costs the host 30 us: read anew at every check, 300 pairs' blocks took 36 ms, past the 20 ms
+    # of queued blocks, and the GPU waited before a block after every check, always before the same build's.
+    gpu = HostAndGpu([1e-3, 1e-3], query_s=30e-6, after_idle=0.002, jitter=0.002)
+    timing = timed(gpu, warmup_s=0.05, max_warmup_s=0.05, max_s=12.0, min_s=0.2, target_half_width=0.0,
+                   estimator=paired.TRIMMED_MEAN)
+    assert timing.pairs >= 290
+    assert timing.idle_share < 0.01
+    assert gpu.queries <= 1.05 * len(gpu.blocks)  # each block's events read once
+    assert timing.ratio() == pytest.approx(1.0, abs=6e-4)
+
+
+def test_idle_gaps_are_counted_when_the_host_falls_behind():
+    gpu = HostAndGpu([1e-3, 1e-3], query_s=30e-3)  # a host far slower than the GPU: every block waits
+    timing = timed(gpu, warmup_s=0.0, max_warmup_s=0.0, max_s=0.5, min_s=0.0, min_pairs=2, target_half_width=0.0)
+    assert timing.idle_share > 0.5 and timing.idle_s > 0

@@ -301,11 +301,12 @@ def test_each_case_is_timed_against_its_reference_build(tmp_path, monkeypatch, f
 
     class Timing:
         pair_ratios = [[1.004, 1.006, 1.005]]
-        method = "paired in one process, L2 warm"
+        method = "paired in one process, L2 flushed before each launch"
         joules_per_launch = 1.25
         warmup_s = 0.4
 
     def measure(builds, m, n, k, settings, readings, checked):
+        assert settings.flush_l2  # the history's reference pairing flushes L2, as the gate's rounds do
         timed.append([(build.label, build.kernel.kernel_dir) for build in builds])
         assert checked == {"commit"}  # checked against FP64 before NVBench timed it, in this process
         return ab.ABResult([b.label for b in builds], Timing(), [1e-7, 1e-7], ["", ""])
@@ -318,7 +319,8 @@ def test_each_case_is_timed_against_its_reference_build(tmp_path, monkeypatch, f
     seconds = naive.reference.pop("seconds")
     assert 0 <= seconds < 5
     assert naive.reference == {"commit": head, "ratio": 1.005, "interval": [1.004, 1.006],
-                               "pair_ratios": [1.004, 1.006, 1.005], "method": "paired in one process, L2 warm",
+                               "pair_ratios": [1.004, 1.006, 1.005],
+                               "method": "paired in one process, L2 flushed before each launch", "l2": "flushed",
                                "joules_per_launch": 1.25, "warmup_s": 0.4}
     assert timed == [[("reference", tree / "kernels"), ("commit", get_kernel("fp32/naive").kernel_dir)]]
     said = capsys.readouterr().err  # where the commit's time went, for asv's log

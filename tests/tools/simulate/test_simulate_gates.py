@@ -1,19 +1,63 @@
-"""tools/simulate/simulate_gates.py, in a small version of its full run (20 seeds of 50 gates): simulated gates
-through the gate's own looks raise few false alarms and find a 0.5% change through the H100's measured noise."""
+"""tools/simulate/simulate_gates.py in a small version of its full run (lab/2026-11-28-gate-simulation): whole gates
+of 14, 58 and 260 cases through the gate's own looks and verdicts, each case's noise as measured at its size."""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from sgemm.gate import looks
+from tools.simulate import simulate_gates
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_the_simulation_reports_its_false_alarm_rate_and_power():
-    done = subprocess.run([sys.executable, "-m", "tools.simulate.simulate_gates", "--seeds", "2", "--gates", "8",
-                           "--noise-file", "--changed", "0.005"], cwd=ROOT, capture_output=True, text=True)
+def simulate(*args: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "tools.simulate.simulate_gates", *args, "--workers", "1"], cwd=ROOT,
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    summary = json.loads(done.stdout.strip().splitlines()[-1])
-    assert summary["gates"] == 16
-    assert summary["false_alarm"] <= 2
-    assert summary["found"] >= 13  # a 0.5% change at the 0.25% threshold, through the H100's measured noise
+    return json.loads(done.stdout.strip().splitlines()[-1])[0]
+
+
+def test_it_drives_the_gates_own_looks_and_verdicts():
+    assert simulate_gates.run_looks is looks.run_looks
+
+
+@pytest.mark.parametrize("cases", [14, 58, 260])
+def test_each_gate_is_the_catalogues_cases_each_with_a_measured_sd_at_its_size(cases):
+    chosen = simulate_gates.gate_cases(cases)
+    assert len(chosen) == len(set(chosen)) == cases
+    measured = json.loads(simulate_gates.MEASURED_SDS.read_text())["sizes"]
+    assert {size for _, size in chosen} <= set(measured)
+    if cases == 14:
+        assert {size for _, size in chosen} == {"8192"}
+
+
+def test_a_small_run_holds_the_targets_under_normal_rounds_and_a_true_file():
+    result = simulate("--cases", "58", "--aa", "40", "--ab", "20", "--seed", "3")
+    assert result["row"] == {"cases": 58, "shape": "normal", "file": "true", "aa": 40, "ab": 20, "seed": 3,
+                             "sds_from_4096": False}
+    assert result["false_alarm"]["hits"] <= 2
+    assert result["undecided"]["hits"] <= 3
+    assert result["found"]["hits"] >= 18  # a 0.5% slowdown of one case, drawn at random, at the 0.25% threshold
+
+
+def test_a_file_at_half_the_truth_is_set_aside_and_raises_no_alarm():
+    result = simulate("--cases", "58", "--file", "half", "--aa", "20", "--ab", "0", "--seed", "4")
+    assert result["file_set_aside"]["hits"] >= 18
+    assert result["false_alarm"]["hits"] <= 1
+
+
+def test_heavy_tails_and_correlated_rounds_run_as_described():
+    import math
+    import random
+
+    rng = random.Random(5)
+    for shape in simulate_gates.SHAPES:
+        draws = [simulate_gates.draw(rng, shape, common=rng.gauss(0, 1)) for _ in range(40000)]
+        sd = math.sqrt(sum(x * x for x in draws) / len(draws))
+        expected = math.sqrt(1 + simulate_gates.OUTLIER_SHARE * simulate_gates.OUTLIER_SDS ** 2) \
+            if shape == "outliers" else 1.0
+        assert sd == pytest.approx(expected, rel=0.06 if shape == "t3" else 0.03), shape

@@ -1,0 +1,54 @@
+"""tools/acceptance/timer_bias.py on the CPU: its verdict on the processes' log ratios and idle shares, and its
+processes stood in for (the timing itself needs a GPU)."""
+
+import json
+import random
+import sys
+
+
+from tools.acceptance import timer_bias
+
+
+def test_an_unbiased_timer_passes_and_a_biased_one_fails():
+    rng = random.Random(1)
+    unbiased = [rng.gauss(0, 0.0002) for _ in range(20)]
+    assert timer_bias.judge("k:1", unbiased, [0.001] * 20).passed
+    biased = [x + 0.0004 for x in unbiased]  # the second build read 0.04% slow in every process
+    verdict = timer_bias.judge("k:1", biased, [0.001] * 20)
+    assert not verdict.passed and "does not hold 0" in verdict.why
+
+
+def test_an_interval_too_wide_to_bound_the_bias_fails():
+    rng = random.Random(2)
+    noisy = [rng.gauss(0, 0.003) for _ in range(20)]
+    verdict = timer_bias.judge("k:1", noisy, [0.0] * 20)
+    assert not verdict.passed and "reaches past ±0.02%" in verdict.why
+
+
+def test_a_process_that_left_the_gpu_idle_fails():
+    verdict = timer_bias.judge("k:1", [0.0, 0.00001, -0.00001] * 7, [0.002] * 20 + [0.05])
+    assert not verdict.passed and "left the GPU idle 5.00%" in verdict.why
+
+
+def test_the_whole_run_passes_unbiased_processes_and_writes_its_verdicts(monkeypatch, tmp_path, capsys):
+    script = tmp_path / "one.py"
+    script.write_text("import json, math, random, sys\n"
+                      f"x = random.gauss({0.0}, 0.0001)\n"
+                      "print(json.dumps({'case': sys.argv[1] + ':' + sys.argv[2], 'ratio': math.exp(x), "
+                      "'log_ratio': x, 'pairs': 40, 'idle_share': 0.001, 'method': 'paired'}))\n")
+    monkeypatch.setattr(timer_bias, "ONE_PROCESS", (sys.executable, str(script)))
+    out = tmp_path / "verdicts.json"
+    assert timer_bias.main(["--processes", "6", "--case", "fp32/warptile:4096", "--out", str(out)]) == 0
+    verdicts = json.loads(out.read_text())
+    assert [v["case"] for v in verdicts] == ["fp32/warptile:4096"] and verdicts[0]["processes"] == 6
+    assert len([line for line in capsys.readouterr().out.splitlines() if '"log_ratio"' in line]) == 6
+
+
+def test_a_process_that_fails_stops_the_run_with_status_2(monkeypatch, capsys):
+    monkeypatch.setattr(timer_bias, "ONE_PROCESS", (sys.executable, "-c", "import sys; sys.exit('no GPU here')"))
+    assert timer_bias.main(["--processes", "3", "--case", "fp32/warptile:4096"]) == 2
+    assert "a process exited 1: no GPU here" in capsys.readouterr().err
+
+
+def test_a_case_without_a_size_is_refused():
+    assert timer_bias.main(["--case", "fp32/warptile"]) == 2
