@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The gate at a deployment's scale on a host of four H100s, in three phases (one device command each, ≤ 10 min):
+#   1  a paired noise file learned with L2 flushed (A/A gates of every kernel at 4096 and the Hopper ladder at 8192,
+#      timing forced, over cards 1-3 with --gpus all), while card 0 runs the timer's bias check (20 processes per
+#      case) and the independent cold-L2 timer on the tile-order change at 4096 (three processes per kernel);
+#   2  three A/A gates of the Hopper ladder at 8192, timing forced, one per card 0-2, while card 3 gates the
+#      common.cuh edit at 4096 on its own;
+#   3  the A/A Hopper gate and the common.cuh gate with --gpus 4, then the tile-order change (card 0) and the
+#      800-cycle epilogue spin (card 1) gated with default options, while cards 2-3 run the independent timer on the
+#      tile order at 8192 and on a sample of the common.cuh edit's kernels.
+# Phases 2 and 3 judge with the noise file main holds: commit phase 1's noise.json to noise/ first.
+# Run from the repository root with .whl (the offline wheelhouse) and .bundle/main.bundle carried
+# (`git bundle create .bundle/main.bundle main`). Everything lands in $OUT/phaseN.tar.gz and $OUT/summary.txt.
+set -uo pipefail
+phase=${1:?usage: run.sh 1|2|3}
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+src=$PWD
+keep=/tmp/keep
+mkdir -p "$keep"
+ls .whl/*.whl | grep -v -e numpy- -e nvidia_ml_py- | xargs python3 -m pip install -q --no-index --no-deps \
+    --no-compile --target /tmp/site 2>/dev/null
+export PYTHONPATH=/tmp/site PIP_NO_INDEX=1 PIP_FIND_LINKS=$src/.whl PYTHONUNBUFFERED=1
+export GIT_AUTHOR_NAME=lab GIT_AUTHOR_EMAIL=lab@box GIT_COMMITTER_NAME=lab GIT_COMMITTER_EMAIL=lab@box
+say() { echo "$(date -u +%H:%M:%S) $*" | tee -a "$OUT/summary.txt"; }
+nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
+    --format=csv | tee -a "$OUT/summary.txt"
+
+# The scratch repository: main as carried, and on top of it one commit per edit (each a branch of its own).
+repo=/tmp/repo
+rm -rf $repo && git clone -q "$src/.bundle/main.bundle" $repo && cd $repo && git checkout -q -B main origin/main
+base=$(git rev-parse HEAD)
+say "main at $base"
+edit() {  # edit NAME PYTHON: a commit on main made by the Python snippet, its hash printed
+    git checkout -q -B "$1" "$base" && python3 -c "$2" && git commit -qam "$1" && git rev-parse HEAD
+}
+aa=$(edit aa "import pathlib; p = pathlib.Path('docs/gate.md'); p.write_text(p.read_text() + '\n')")
+tile=$(edit tile "from tools.acceptance import inject; import pathlib
+inject.replace_once(pathlib.Path('kernels/wgmma_specialized.cu'), '        constexpr int kGroupRows = 8;\n',
+                    '        constexpr int kGroupRows = 4;\n')")
+spin=$(edit spin "from tools.acceptance import inject; import pathlib
+inject.spin(pathlib.Path('.'), inject.TMA_STORE_EPILOGUE, '800', 'An injected slowdown, 800 SM cycles a tile.')")
+# C read with a streaming load (ld.global.cs) where beta != 0: new machine code in every kernel that calls these
+# helpers, the same work, since the benchmarks' beta is 0.
+common=$(edit common "import pathlib; p = pathlib.Path('kernels/common.cuh'); t = p.read_text()
+for old, new in (('beta * *c;', 'beta * __ldcs(c);'),
+                 ('const float4 old = *reinterpret_cast<const float4*>(c);',
+                  'const float4 old = __ldcs(reinterpret_cast<const float4*>(c));'),
+                 ('const float2 old = *reinterpret_cast<const float2*>(c);',
+                  'const float2 old = __ldcs(reinterpret_cast<const float2*>(c));')):
+    assert t.count(old) == 1, old
+    t = t.replace(old, new)
+p.write_text(t)")
+git checkout -q main
+for name in main tile common; do  # source trees for the independent timer
+    mkdir -p /tmp/trees/$name && git archive "$name" | tar -x -C /tmp/trees/$name
+done
+say "commits: aa $aa, tile $tile, spin $spin, common $common"
+
+gate() {  # gate NAME CARDS HEAD ARGS...: `sgemm gate main HEAD ARGS` on CUDA_VISIBLE_DEVICES=CARDS, timed, cut at $limit s
+    local name=$1 cards=$2 head=$3; shift 3
+    local started=$SECONDS
+    CUDA_VISIBLE_DEVICES=$cards timeout "${limit:-540}" python3 -m sgemm gate "$base" "$head" --work /tmp/work-$name \
+        --report $keep/$name.md "$@" > $keep/$name.log 2>&1
+    local status=$?
+    say "gate $name (cards $cards; $*): exit $status after $((SECONDS - started)) s: $(tail -n 1 $keep/$name.log)"
+}
+events() {  # events CARD TREE_B KERNEL SIZE: the independent cold-L2 timer, main's tree against TREE_B
+    CUDA_VISIBLE_DEVICES=$1 timeout 90 python3 -m tools.acceptance.ab_events /tmp/trees/main /tmp/trees/$2 "$3" "$4" \
+        --flush-l2 >> $keep/events.jsonl 2>> $keep/events.err
+    say "events $2 $3 $4: $(tail -n 1 $keep/events.jsonl | cut -c1-160)"
+}
+
+case $phase in
+1)
+    {
+        limit=320 gate noise-4096 1,2,3 "$aa" -k fp32 -k fp16 -k bf16 --size 4096 --no-sweep --time-unchanged --gpus all \
+            --rounds 4 --max-rounds 4 --extra-rounds 0
+        limit=200 gate noise-8192 1,2,3 "$aa" -k fp16 -k bf16 --size 8192 --no-sweep --time-unchanged --gpus all \
+            --rounds 8 --max-rounds 8 --extra-rounds 0
+        python3 -m sgemm noise --rounds /tmp/work-noise-4096 --rounds /tmp/work-noise-8192 \
+            --machine nvidia-h100-80gb-hbm3 --out $keep/noise.json > $keep/noise.log 2>&1
+        say "noise: exit $?: $(tail -n 2 $keep/noise.log)"
+        cp $keep/noise.json "$OUT/noise.json"
+    } &
+    {
+        for case in fp16/wgmma_grouped_tma_store:8192 fp32/warptile:4096; do
+            CUDA_VISIBLE_DEVICES=0 timeout 240 python3 -m tools.acceptance.timer_bias --processes 20 --case $case \
+                --out $keep/bias-${case//\//-}.json > $keep/bias-${case//\//-}.log 2>&1
+            say "timer bias $case: exit $?: $(tail -n 1 $keep/bias-${case//\//-}.log | cut -c1-200)"
+        done
+        for kernel in fp16/wgmma_grouped_tma_store bf16/wgmma_grouped_tma_store; do
+            for process in 1 2 3; do events 0 tile $kernel 4096; done
+        done
+    } &
+    wait
+    ;;
+2)
+    for card in 0 1 2; do
+        gate aa-card$card $card "$aa" -k fp16 -k bf16 --size 8192 --no-sweep --time-unchanged &
+    done
+    gate common-one 3 "$common" --size 4096 --no-sweep &
+    wait
+    ;;
+3)
+    limit=200 gate aa-gpus4 0,1,2,3 "$aa" -k fp16 -k bf16 --size 8192 --no-sweep --time-unchanged --gpus 4
+    limit=200 gate common-gpus4 0,1,2,3 "$common" --size 4096 --no-sweep --gpus 4
+    limit=180 gate tile 0 "$tile" --size 4096 --size 8192 --no-sweep &
+    limit=180 gate spin 1 "$spin" --size 4096 --size 8192 --no-sweep &
+    {
+        for kernel in fp16/wgmma_grouped_tma_store bf16/wgmma_grouped_tma_store; do
+            for process in 1 2 3; do events 2 tile $kernel 8192; done
+        done
+    } &
+    {
+        for kernel in fp32/warptile fp16/mma_buffered fp16/wgmma_specialized; do events 3 common $kernel 4096; done
+    } &
+    wait
+    ;;
+esac
+tar -czf "$OUT/phase$phase.tar.gz" -C $keep .
+cat "$OUT/summary.txt"
