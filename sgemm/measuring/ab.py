@@ -223,7 +223,7 @@ def run_round(plan: dict, out: Path) -> None:
     from .. import sourcetree
     from .telemetry import CardReadings, other_processes
 
-    device = plan.get("device", 0)
+    device = only_card(plan.get("device", 0))
     settings = PairedSettings(**plan.get("settings", {}))
     trees = {label: sourcetree.kernels(Path(folder)) for label, folder in plan["trees"].items()}
     readings = CardReadings.of(device)
@@ -243,6 +243,23 @@ def run_round(plan: dict, out: Path) -> None:
                 line = _case_line(case, trees, capped, readings)
             lines.write(json.dumps(line) + "\n")
             lines.flush()
+
+
+def only_card(device: int) -> int:
+    """Make the card this process's CUDA numbers `device` the only one it sees, before CUDA starts, and return its
+    number then (0). A round process that saw every card of a box held a context on the first of them too: there it
+    counted as a co-tenant of that card's own round, which stopped the gate (four H100s, `--gpus all`). Where NVML
+    cannot list the cards, the process is left as it is."""
+    from .cards import VISIBLE_VARIABLE, CardsError, visible_cards
+
+    try:
+        cards = visible_cards()
+    except CardsError:
+        return device
+    if not 0 <= device < len(cards):
+        return device  # CUDA says what is wrong with it, in the round's log
+    os.environ[VISIBLE_VARIABLE] = cards[device].uuid
+    return 0
 
 
 def _case_line(case: dict, trees: dict[str, dict[str, Kernel]], settings: PairedSettings, readings) -> dict:

@@ -73,17 +73,22 @@ def box_gpus() -> list[tuple[str, str]]:
 
 
 def nvml_handle(cuda_device: int | None = 0):
-    """The NVML handle of a CUDA device (by PCI bus id), or of NVML's device 0 when CUDA is not usable here."""
+    """The NVML handle of a CUDA device (by PCI bus id). Where CUDA cannot name the device (no CuPy, no driver), NVML's
+    only device on a box of one; on a box of several a guess could read another card's clock and tenants, so
+    TelemetryUnavailable says so."""
     pynvml = _nvml()
+    why = "no CUDA device was named"
     if cuda_device is not None:
         try:
             import cupy
 
             bus_id = cupy.cuda.Device(cuda_device).pci_bus_id
             return pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
-        except Exception:  # no CuPy or no CUDA driver: NVML's own first device is the best guess
-            pass
-    return pynvml.nvmlDeviceGetHandleByIndex(0)
+        except Exception as exc:  # no CuPy, no CUDA driver, or a bus id NVML does not know
+            why = f"CUDA device {cuda_device} could not be found by its PCI bus id ({exc})"
+    if pynvml.nvmlDeviceGetCount() == 1:
+        return pynvml.nvmlDeviceGetHandleByIndex(0)
+    raise TelemetryUnavailable(f"{why}, and NVML sees {pynvml.nvmlDeviceGetCount()} GPUs")
 
 
 def collect_power_w(handle) -> float:

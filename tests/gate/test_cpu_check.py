@@ -99,7 +99,11 @@ def test_without_nvrtc_the_check_says_so_in_one_line_before_any_work(repo, tmp_p
 
     root, commit = repo
     commit("a comment in wgmma_tma.cu", {"kernels/wgmma_tma.cu": COMMENT_IN_SHARED_FILE})
-    monkeypatch.setitem(sys.modules, "cuda.bindings.nvrtc", None)  # as where the package is not installed
+    import cuda.bindings
+
+    # As where the package is not installed, whether or not an earlier test of this process imported it.
+    monkeypatch.setitem(sys.modules, "cuda.bindings.nvrtc", None)
+    monkeypatch.delattr(cuda.bindings, "nvrtc", raising=False)
     plan = tmp_path / "plan.json"
     assert cli.main(["gate", "HEAD~1", "HEAD", "--repo", str(root), "--dry-run", "--cpu-check", "--plan",
                      str(plan)]) == 2

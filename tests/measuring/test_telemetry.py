@@ -51,6 +51,7 @@ def fake_nvml(power_mw, clocks_mhz, reasons, violation_ns, calls=None):
         NVML_TEMPERATURE_GPU=0, NVML_CLOCK_SM=1, NVML_PERF_POLICY_POWER=0, NVML_PERF_POLICY_THERMAL=1,
         nvmlInit=lambda: None,
         nvmlDeviceGetHandleByIndex=lambda index: "handle",
+        nvmlDeviceGetCount=lambda: 1,
         nvmlDeviceGetPowerUsage=power,
         nvmlDeviceGetTemperature=lambda h, sensor: 50,
         nvmlDeviceGetClockInfo=lambda h, clock: next(readings["clock"]),
@@ -71,6 +72,19 @@ def test_identity_from_nvml(monkeypatch):
     identity = telemetry.gpu_identity(cuda_device=None)
     assert identity == Gpu("NVIDIA H100 80GB HBM3", 90, None, 1980.0, "580.159.04", 80, card="9de46d38d02a")
     assert identity.compute_capability_text == "9.0"
+
+
+def test_a_card_cuda_cannot_name_is_guessed_on_a_box_of_one_and_refused_on_a_box_of_several(monkeypatch):
+    # No CUDA driver here, so CuPy cannot give the device's PCI bus id: NVML's only card is the card; of four, NVML's
+    # first is a guess that read another card's tenants and stopped a gate of four H100s.
+    nvml = fake_nvml([], [], [], [])
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    assert telemetry.nvml_handle(2) == "handle"
+    nvml.nvmlDeviceGetCount = lambda: 4
+    with pytest.raises(telemetry.TelemetryUnavailable, match="CUDA device 2 could not be found.*NVML sees 4 GPUs"):
+        telemetry.nvml_handle(2)
+    assert telemetry.CardReadings.of(2) is None  # timing goes on without readings rather than with another card's
 
 
 def test_case_monitor_summarises_the_readings(monkeypatch):
