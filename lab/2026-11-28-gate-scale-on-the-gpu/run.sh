@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# The gate at a deployment's scale on a host of four H100s, in three phases (one device command each, ≤ 10 min):
+# The gate at a deployment's scale on a host of four H100s, in phases (one device command each, under 10 minutes):
 #   1  a paired noise file learned with L2 flushed (A/A gates of every kernel at 4096 and the Hopper ladder at 8192,
 #      timing forced, over cards 1-3 with --gpus all), while card 0 runs the timer's bias check (20 processes, the
 #      Hopper case) and the independent cold-L2 timer on the tile-order change at 8192 (three processes per kernel);
-#   2  three A/A gates of the Hopper ladder at 8192, timing forced, one per card 0-2, while card 3 gates the
-#      common.cuh edit at 4096 on its own;
+#   2  three A/A gates of the Hopper ladder at 8192, timing forced, one per card 0-2, while card 3 runs the timer's
+#      bias check (20 processes a case, a Hopper case at 8192 and fp32/warptile at 4096);
 #   3  the A/A Hopper gate and the common.cuh gate with --gpus 4, then the tile-order change (card 0) and the
 #      800-cycle epilogue spin (card 1) gated with default options, while cards 2-3 run the independent timer on the
-#      tile order at 4096 and on a sample of the common.cuh edit's kernels.
-# Phases 2 and 3 judge with the noise file main holds: commit phase 1's noise.json to noise/ first.
+#      tile order at 4096 and on a sample of the common.cuh edit's kernels;
+#   4  the common.cuh edit gated at 4096 on one card.
+# Phases 2 to 4 judge with the noise file main holds: commit phase 1's noise.json to noise/ first.
 # Run from the repository root with .whl (the offline wheelhouse) and .bundle/main.bundle carried
 # (`git bundle create .bundle/main.bundle main`). Everything lands in $OUT/phaseN.tar.gz and $OUT/summary.txt.
 set -uo pipefail
-phase=${1:?usage: run.sh 1|2|3}
+phase=${1:?usage: run.sh 1|2|3|4}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 src=$PWD
@@ -96,9 +97,16 @@ case $phase in
     ;;
 2)
     for card in 0 1 2; do
-        gate aa-card$card $card "$aa" -k fp16 -k bf16 --size 8192 --no-sweep --time-unchanged &
+        limit=480 gate aa-card$card $card "$aa" -k fp16 -k bf16 --size 8192 --no-sweep --time-unchanged &
     done
-    gate common-one 3 "$common" --size 4096 --no-sweep &
+    {
+        for case in fp16/wgmma_grouped_tma_store:8192 fp32/warptile:4096; do
+            name=bias-${case//[\/:]/-}
+            CUDA_VISIBLE_DEVICES=3 timeout 250 python3 -m tools.acceptance.timer_bias --processes 20 --case $case \
+                --out $keep/$name.json > $keep/$name.log 2>&1
+            say "timer bias $case: exit $?: $(tail -n 1 $keep/$name.log | cut -c1-300)"
+        done
+    } &
     wait
     ;;
 3)
@@ -108,13 +116,16 @@ case $phase in
     limit=180 gate spin 1 "$spin" --size 4096 --size 8192 --no-sweep &
     {
         for kernel in fp16/wgmma_grouped_tma_store bf16/wgmma_grouped_tma_store; do
-            for process in 1 2 3; do events 2 tile $kernel 8192; done
+            for process in 1 2 3; do events 2 tile $kernel 4096; done
         done
     } &
     {
         for kernel in fp32/warptile fp16/mma_buffered fp16/wgmma_specialized; do events 3 common $kernel 4096; done
     } &
     wait
+    ;;
+4)
+    gate common-one 0 "$common" --size 4096 --no-sweep
     ;;
 esac
 tar -czf "$OUT/phase$phase.tar.gz" -C $keep .

@@ -239,11 +239,14 @@ class StreamBlocks:
         self._flush_buffer = None
 
     def _flush(self) -> None:
+        # A memset of twice the L2, as NVBench flushes: no kernel of CuPy's, whose fill loaded a module of its own
+        # for new values in the middle of the timed blocks (half a second each, the GPU idle meanwhile, on an H100).
         import cupy
 
         if self._flush_buffer is None:
             self._flush_buffer = cupy.empty(2 * cupy.cuda.Device().attributes["L2CacheSize"], dtype=cupy.uint8)
-        self._flush_buffer.fill(self._queued % 251)
+        cupy.cuda.runtime.memsetAsync(self._flush_buffer.data.ptr, self._queued % 251, self._flush_buffer.nbytes,
+                                      self.stream.ptr)
 
     def queue(self, launch: Launch, count: int, flush_l2: bool) -> _Block:
         import cupy
@@ -355,6 +358,9 @@ class _Run:
         self.flush_l2 = flush_l2
         self.queued: list[tuple[int, object]] = []  # (build, block)
         self.starts: dict[int, tuple[float, float]] = {}  # index -> (SM clock, energy mJ) read as it started
+        # The blocks whose start needs the board's energy, the ends of the windows it is charged over: NVML takes
+        # milliseconds to read it (4-6 ms on an H100), longer than a short block, so it is not read at every block.
+        self.energy_at: set[int] = set()
         self._seconds: dict[int, float] = {}
 
     def _queue(self, build: int) -> None:
@@ -373,9 +379,16 @@ class _Run:
         while not self.blocks.started(self.queued[running][1]):
             time.sleep(0)
         if self.readings:
-            self.starts[running] = (self.readings.sm_clock_mhz(), self.readings.energy_mj())
+            self.starts[running] = (self.readings.sm_clock_mhz(),
+                                    self.readings.energy_mj() if running in self.energy_at else math.nan)
         self.blocks.release(self.queued[-1][1])
         return running
+
+    def read_energy(self, index: int) -> None:
+        """The board's energy, read now, as at the start of block `index`, which is running: for a window whose end
+        was not known before that block ran."""
+        if self.readings and index in self.starts:
+            self.starts[index] = (self.starts[index][0], self.readings.energy_mj())
 
     def seconds(self, index: int) -> float:
         if index not in self._seconds:
@@ -455,6 +468,7 @@ def time_paired(launches: Sequence[Launch], blocks: Blocks, readings: Readings |
                     or _steady(first_build_times, STEADY_WINDOW, STEADY_TOLERANCE)):
                 break
         first_counted = index
+        run.energy_at.add(first_counted)
         warmed_up = now()
         pairs_so_far = _PairRatios(run, builds, first_counted)
         # Pairs: until every build's interval is tight, or max_s; always after as many B A A B pairs as A B B A.
@@ -473,6 +487,7 @@ def time_paired(launches: Sequence[Launch], blocks: Blocks, readings: Readings |
                     pairs_so_far.record(running), settings.target_half_width, settings.estimator):
                 break
         end_counted = running  # the block now running ends the counted window
+        run.read_energy(end_counted)
         solo_windows = _solo(run, builds, index, end_counted, first_counted, settings.solo_s) \
             if settings.solo_s > 0 else {}
     finally:
@@ -506,10 +521,12 @@ def _solo(run: _Run, builds: int, index: int, running: int, first_counted: int,
     for build in range(builds):
         blocks_needed = max(1, math.ceil(solo_s / median(per_block[build])))
         starts.append((build, next_index, blocks_needed))
+        run.energy_at.add(next_index)
         for _ in range(blocks_needed):
             run.advance(build)
             next_index += 1
     sentinel = next_index  # a last block, whose start ends the last window ...
+    run.energy_at.add(sentinel)
     for _ in range(AHEAD + 1):
         run.advance(0)  # ... and is seen running
     for position, (build, first, needed) in enumerate(starts):

@@ -327,3 +327,35 @@ def test_idle_gaps_are_counted_when_the_host_falls_behind():
     gpu = HostAndGpu([1e-3, 1e-3], query_s=30e-3)  # a host far slower than the GPU: every block waits
     timing = timed(gpu, warmup_s=0.0, max_warmup_s=0.0, max_s=0.5, min_s=0.0, min_pairs=2, target_half_width=0.0)
     assert timing.idle_share > 0.5 and timing.idle_s > 0
+
+
+class SlowEnergyReadings:
+    """NVML as it behaved on an H100: the SM clock read in microseconds, the board's energy in milliseconds of the
+    host's own time; the energy counter here is the GPU's busy time at 300 W."""
+
+    def __init__(self, gpu: HostAndGpu, energy_s: float):
+        self.gpu, self.energy_s, self.energy_reads = gpu, energy_s, 0
+
+    def sm_clock_mhz(self) -> float:
+        return 1500.0
+
+    def energy_mj(self) -> float:
+        self.gpu.host += self.energy_s
+        self.energy_reads += 1
+        ended = [block for block in self.gpu.blocks if block.get("end") is not None and block["end"] <= self.gpu.host]
+        return 300.0 * sum(block["end"] - block["start"] for block in ended) * 1e3
+
+
+def test_the_energy_is_read_only_where_a_window_ends_so_a_slow_reading_leaves_the_gpu_busy():
+    # 7 ms launches make one-launch blocks; an energy reading of 8 ms at every block left the GPU idle a tenth of the
+    # round (fp32/warptile at 4096 on an H100). Read only at the counted window's ends, the GPU stays busy and the
+    # case is still charged its energy.
+    gpu = HostAndGpu([7e-3, 7e-3])
+    readings = SlowEnergyReadings(gpu, energy_s=8e-3)
+    timing = time_paired(launches(2), gpu, readings, PairedSettings(warmup_s=0.05, max_warmup_s=0.05, max_s=1.0,
+                                                                    min_s=1.0, target_half_width=0.0),
+                         seconds_per_launch=7e-3, now=gpu.now)
+    assert timing.launches_per_block == 1 and timing.pairs >= 30
+    assert timing.idle_share < 0.01
+    assert readings.energy_reads == 2
+    assert timing.joules_per_launch == pytest.approx(300.0 * 7e-3, rel=0.05)
