@@ -97,12 +97,12 @@ case $phase in
     ;;
 2)
     for card in 0 1 2; do
-        limit=480 gate aa-card$card $card "$aa" -k fp16 -k bf16 --size 8192 --no-sweep --time-unchanged &
+        limit=450 gate aa-card$card $card "$aa" -k fp16 -k bf16 --size 8192 --no-sweep --time-unchanged &
     done
     {
         for case in fp16/wgmma_grouped_tma_store:8192 fp32/warptile:4096; do
             name=bias-${case//[\/:]/-}
-            CUDA_VISIBLE_DEVICES=3 timeout 250 python3 -m tools.acceptance.timer_bias --processes 20 --case $case \
+            CUDA_VISIBLE_DEVICES=3 timeout 230 python3 -m tools.acceptance.timer_bias --processes 20 --case $case \
                 --out $keep/$name.json > $keep/$name.log 2>&1
             say "timer bias $case: exit $?: $(tail -n 1 $keep/$name.log | cut -c1-300)"
         done
