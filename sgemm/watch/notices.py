@@ -253,12 +253,12 @@ def detect(history: History, kernels: dict[str, Kernel], results_dir: Path, comm
         report.series += 1
         if len(series.points) < MIN_SERIES:
             report.short += 1
-    if report.short:
-        report.notes.append(f"{history.machine}: {counted(report.short, 'series', 'series')} shorter than "
-                            f"{MIN_SERIES} commits: too short to read their noise, no step is looked for yet")
     if len(history.measured) < 2:
         report.notes.append(f"{history.machine}: {len(history.measured)} commit measured on the branch: a step "
                             "needs a history on both sides, nothing to detect yet")
+    if report.short:
+        report.notes.append(f"{history.machine}: {counted(report.short, 'series', 'series')} shorter than "
+                            f"{MIN_SERIES} commits: too short to read their noise, no step is looked for yet")
     position = {commit: index for index, commit in enumerate(history.commits)}
     measured = {commit: index for index, commit in enumerate(history.measured)}
     earlier = [dict(notice) for notice in previous or []]
@@ -330,13 +330,14 @@ def _unseen(notice: dict, history: History, records: list[dict], position: dict[
                             "marked gone (no longer seen), kept in the file")
         return dict(notice, state="gone")
     keys = [(case["case"], tuple(case["shape"])) for case in notice["cases"]]
-    inside = [key for key in keys if key in starts and starts[key] <= position[notice["last_good"]]]
-    if inside:
-        return dict(notice, state="gone")
-    for entry in notice["cases"]:
-        _confirm(entry, notice["last_good"], notice["bad"], records, position)
     back = [levels[key] / case["level_before"] - 1 < MIN_STEP for key, case in zip(keys, notice["cases"])
             if key in levels and case.get("level_before")]
+    inside = [key for key in keys if key in starts and starts[key] <= position[notice["last_good"]]]
+    if inside:
+        # Still inside the window and not found: undone where every case came back, else no longer seen.
+        return dict(notice, state="closed" if back and all(back) else "gone")
+    for entry in notice["cases"]:
+        _confirm(entry, notice["last_good"], notice["bad"], records, position)
     state = _state(bool(back) and all(back), notice["cases"], notice["environment"])
     confirmed = any(case.get("confirmation", {}).get("verdict") == "DIFFERENT" for case in notice["cases"])
     return dict(notice, state=state, filed=notice["filed"] or confirmed)
