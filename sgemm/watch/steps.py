@@ -42,8 +42,9 @@ Z = 5.5
 MIN_STEP = 0.005
 NOISE_FLOOR = 1e-4  # relative: a series of identical figures has no noise to scale from
 NOISE_PUBLISHES = 40  # publishes whose windows' residuals give a series' spread (series_sd)
-MAX_PHI = 0.95
-RANGE_CHI2 = 6.0  # how much worse (long-run variances of the sum of squares) a boundary's range's splits may fit  # an autocorrelation above this is a trend, not noise: the standard error stops growing there
+MAX_PHI = 0.95  # an autocorrelation above this is a trend, not noise: the standard error stops growing there
+# How much worse (in long-run variances of the sum of squares) a split may fit and still be in the boundary's range.
+RANGE_CHI2 = 6.0
 CONFIDENCE = 0.95  # of a step's interval
 # Two fitted levels pull residuals' lag-1 autocorrelation further down than Kendall's correction for one mean.
 BIAS_EXTRA = 1.0

@@ -36,7 +36,8 @@ def notice(state: str = "candidate", **changes) -> dict:
                        "after": {"sm_clock_mhz": 1490.0, "power_w": None},
                        "graph_url": "index.html#bench_gemm.Gemm.track_time_over_reference?machine=x&p-size=8192"}],
             "last_good": SHA[0], "bad": SHA[1], "first_bad": SHA[1], "commits_between": 0, "state": state,
-            "environment": [], "filed": True, "seen": True, "publishes": 2, "graph_url": "index.html#bench_gemm.Gemm.track_time?machine=x",
+            "environment": [], "filed": True, "seen": True, "publishes": 2,
+            "graph_url": "index.html#bench_gemm.Gemm.track_time?machine=x",
             "commit_url": f"https://github.com/o/r/commit/{SHA[1]}", "bisect": None}
     made.update(changes)
     return made
