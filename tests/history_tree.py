@@ -13,6 +13,7 @@ from conftest import write_asv_run
 
 from sgemm.results import asvsuite
 from sgemm.results.asvsuite import GEMM
+from sgemm.watch.series import WATCHED_TRACK
 
 MACHINE = "nvidia-h100-80gb-hbm3"
 GPU = "NVIDIA H100 80GB HBM3"
@@ -46,7 +47,7 @@ class Case:
     kernel: str  # e.g. "fp16/wgmma_cluster"
     size: int
     values: list[float | None]
-    track: str = asvsuite.OVER_REFERENCE
+    track: str = WATCHED_TRACK
     clock: float = 1500.0
     power: float = 700.0
     cards: list[int] = field(default_factory=list)  # per commit, empty: card 0xabc for all
@@ -77,7 +78,7 @@ def write_history(results: Path, commits: list[str], cases: list[Case], measured
         run_file = _run_file(results, commits[index])
         data = json.loads(run_file.read_text())
         if reference_version != "1":
-            name = f"{asvsuite.MODULE}.{GEMM}.{asvsuite.OVER_REFERENCE}"
+            name = f"{asvsuite.MODULE}.{GEMM}.{WATCHED_TRACK}"
             if name in data["results"]:
                 data["results"][name][data["result_columns"].index("version")] = reference_version
         run_file.write_text(json.dumps(data))

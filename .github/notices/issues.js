@@ -7,9 +7,11 @@
 // a link, a tag, a code fence, a table) written as an HTML entity. Links are built here: the commit's from this
 // repository and the hash, the graph's from the site's address and the schema-checked relative URL.
 //
-// One issue per notice, found again by the hidden marker `<!-- sgemm-notice: ID -->` on its first line in issues
-// that this workflow's bot opened with the label below: updated rather than duplicated, closed when the notice is
-// closed or dismissed, reopened when it opens again. No notice, no issue: a closed notice never opens one.
+// One issue per filed notice, found again by the hidden marker `<!-- sgemm-notice: ID -->` on its first line in
+// issues that this workflow's bot opened with the label below: updated rather than duplicated (a notice keeps its id
+// when its boundary moves), closed when the notice is closed, dismissed or gone, reopened when it opens again. A
+// candidate that is not filed yet (seen at one publish, not confirmed) opens none. An open issue of the bot whose
+// notice is absent from the file is closed as not planned, "no longer seen": no issue is left orphaned.
 "use strict";
 
 const fs = require("fs");
@@ -18,6 +20,7 @@ const LABEL = "sgemm-regression";
 const BOT = "github-actions[bot]";
 const MARKER = /^<!-- sgemm-notice: ([A-Za-z0-9._-]{1,200}) -->$/;
 const OPEN = new Set(["candidate", "regression", "environment"]);
+const NOT_PLANNED = new Set(["dismissed", "gone"]);
 const MAX_FILE_BYTES = 5 * 1024 * 1024;
 const SITE_URL = /^https:\/\/[A-Za-z0-9.-]+(:[0-9]+)?(\/[A-Za-z0-9._~\/-]*)?$/;
 const KEYWORDS = new Set(["$schema", "$id", "title", "type", "additionalProperties", "required", "properties",
@@ -130,8 +133,10 @@ function marker(id) {
 
 function title(notice) {
   const kernels = notice.kernels.join(", ");
+  const range = notice.first_bad ? notice.bad.slice(0, 12)
+    : `${notice.last_good.slice(0, 12)}..${notice.bad.slice(0, 12)}`;
   return `${notice.state === "environment" ? "Environment change" : "Regression"}: ${kernels} on ${notice.gpu_model}`
-    + ` at ${notice.bad.slice(0, 12)}`;
+    + ` at ${range}`;
 }
 
 function body(notice, repo, serverUrl, siteUrl) {
@@ -139,7 +144,9 @@ function body(notice, repo, serverUrl, siteUrl) {
   const graph = (url) => (siteUrl ? ` ([graph](${siteUrl.replace(/\/?$/, "/")}${url}))` : "");
   const lines = [
     marker(notice.id),
-    `State: ${text(notice.state)}, on ${text(notice.gpu_model)} (machine ${text(notice.machine)})`,
+    `State: ${notice.state === "gone" ? "no longer seen" : text(notice.state)}, on ${text(notice.gpu_model)} `
+      + `(machine ${text(notice.machine)}); seen at ${notice.publishes} publishes in a row`
+      + `${notice.seen ? "" : ", not at the newest"}`,
     "",
     notice.first_bad
       ? `First bad commit: ${commit(notice.first_bad)}; last good: ${commit(notice.last_good)}.`
@@ -166,6 +173,13 @@ function body(notice, repo, serverUrl, siteUrl) {
   }
   lines.push("", `Notice ${text(notice.id)}, kept up to date by the history workflow.`);
   return lines.join("\n");
+}
+
+// Each case's paired confirmation in a word, for the job's summary.
+function confirmations(notice) {
+  const seen = (notice.cases || []).filter((c) => c.confirmation)
+    .map((c) => `${text(c.case)} ${text(c.confirmation.verdict)}`);
+  return seen.length ? seen.join(", ") : "none";
 }
 
 // --- the issues ----------------------------------------------------------------------------------------------------
@@ -201,7 +215,7 @@ async function run({ github, context, core }, env = process.env) {
     const open = OPEN.has(notice.state);
     const issue = existing.get(notice.id);
     if (!issue) {
-      if (!open) continue;
+      if (!open || !notice.filed) continue;
       const made = await github.rest.issues.create({ ...repo, ...wanted, labels: [LABEL] });
       done.push([notice, "opened", made.data.number]);
       continue;
@@ -213,14 +227,25 @@ async function run({ github, context, core }, env = process.env) {
       continue;
     }
     await github.rest.issues.update({ ...repo, issue_number: issue.number, ...wanted, state,
-      ...(open ? {} : { state_reason: notice.state === "dismissed" ? "not_planned" : "completed" }) });
+      ...(open ? {} : { state_reason: NOT_PLANNED.has(notice.state) ? "not_planned" : "completed" }) });
     done.push([notice, was === state ? "updated" : (open ? "reopened" : "closed"), issue.number]);
   }
+  // The bot's open issues whose notice the file no longer holds: closed, saying why, never left open for ever.
+  const listed = new Set(document.notices.map((n) => n.id));
+  for (const [id, issue] of existing) {
+    if (listed.has(id) || issue.state !== "open") continue;
+    await github.rest.issues.createComment({ ...repo, issue_number: issue.number,
+      body: "No longer seen: the newest notices file holds no notice of this id, so this issue is closed." });
+    await github.rest.issues.update({ ...repo, issue_number: issue.number, state: "closed",
+      state_reason: "not_planned" });
+    done.push([{ id, kernels: [], gpu_model: "", state: "gone" }, "closed (no longer seen)", issue.number]);
+  }
   const rows = done.map(([n, what, number]) => `| #${number} | ${text(n.kernels.join(", "))} | ${text(n.gpu_model)} `
-    + `| ${text(n.state)} | ${what} |`);
+    + `| ${text(n.state)} | ${what} | ${confirmations(n)} |`);
   await core.summary.addHeading("Regression notices", 2)
     .addRaw(`${document.notices.length} notices, ${done.filter((d) => d[1] !== "unchanged").length} issues changed.\n\n`)
-    .addRaw(rows.length ? ["| issue | kernels | GPU | state | done |", "|---|---|---|---|---|", ...rows].join("\n") + "\n" : "")
+    .addRaw(rows.length ? ["| issue | kernels | GPU | state | done | confirmations |", "|---|---|---|---|---|---|",
+      ...rows].join("\n") + "\n" : "")
     .write();
   return { done: done.map(([n, what, number]) => ({ id: n.id, what, number })) };
 }

@@ -71,7 +71,7 @@ def _notice_html(notice: dict, image: str | None) -> list[str]:
              f"between {_commit(notice['last_good'])} and {_commit(notice['bad'], notice['commit_url'])} "
              f"({notice['commits_between']} commits not measured between)")
     lines = [f"<h3>{html.escape(', '.join(notice['kernels']))} on {html.escape(notice['gpu_model'])}: "
-             f"{html.escape(notice['state'])}</h3>",
+             f"{html.escape(notice['state'])}{'' if notice.get('filed') else ' (not filed yet)'}</h3>",
              f"<p>{where}; last good {_commit(notice['last_good'])}; id <code>{html.escape(notice['id'])}</code>"
              + (f"; environment changed: {html.escape('; '.join(notice['environment']))}"
                 if notice["environment"] else "") + "</p>"]
@@ -117,7 +117,9 @@ def write_page(out_dir: Path, reports: dict[str, Report], header: list[str]) -> 
             "its round medians), grouped by kernel and commit. <b>candidate</b>: found, not confirmed; "
             "<b>regression</b>: a paired measurement of the two commits said DIFFERENT; <b>environment</b>: the "
             "driver, CUDA, cuBLAS or card changed across the step; <b>closed</b>: a later step undid it; "
-            "<b>dismissed</b>: the paired measurement said SAME.</p>"]
+            "<b>dismissed</b>: the paired measurement said SAME; <b>gone</b>: no longer seen. A candidate "
+            "becomes an issue once it is <b>filed</b>: seen at two publishes in a row with enough commits after "
+            "it, or confirmed DIFFERENT.</p>"]
     written: list[Path] = []
     for title, chosen in ((f"Open ({len(open_notices)})", open_notices), (f"Closed ({len(closed)})", closed)):
         page.append(f"<h2>{html.escape(title)}</h2>")
@@ -160,6 +162,10 @@ class WatchPages:
         self.reports = watch(self.results_dir, self.repo, self.kernels, self.commit_url)
 
     def write(self, built: Path) -> list[tuple[str, str, str | None]]:
-        write_notices(built / NOTICES_FILE, notices_document(self.reports))
+        document = notices_document(self.reports)
+        write_notices(built / NOTICES_FILE, document)
+        # The watch's memory for the next publish: where a notice's step has left the window, and how many publishes
+        # in a row saw it (the history workflow puts the site's copy in the same place).
+        write_notices(self.results_dir / NOTICES_FILE, document)
         write_page(built / PAGE_DIR, self.reports, self.header)
         return [(f"{PAGE_DIR}/index.html", NAV_LABEL, ASV_NAV_ITEM)]

@@ -1,11 +1,14 @@
 """A machine's history as series: one value per commit per case, in the order the commits landed on the branch.
 
-The value a series follows is the case's time over the reference build (asv's `track_time_over_reference`: the
-kernel at this commit paired in one process against the same kernel at the catalogue's `[suite] reference`, which
-moves with the code and not with the clock) where the history records it, else the median of its rounds' median
-times (`track_round_time`). A case's series keeps to one of the two: the ratio wherever the machine has recorded it
-for the newest reference (a ratio to another reference is another figure, as asv keeps it apart by version), and
-the round medians only for a case that never had the ratio (a library kernel, or a history from before it).
+The value a series follows is the case's time over the reference build with L2 flushed before every launch
+(WATCHED_TRACK, asv's `track_time_over_reference_flushed`: the kernel at this commit paired in one process against
+the same kernel at the catalogue's `[suite] reference`, which moves with the code and not with the clock, and sees
+the L2-locality changes a warm L2 hides) where the history records it, else the median of its rounds' median times
+(`track_round_time`). A case's series keeps to one of the two: the ratio wherever the machine has recorded it for the
+newest reference (a ratio to another reference is another figure, as asv keeps it apart by version), and the round
+medians only for a case that never had the ratio (a library kernel, or a history from before it). The L2-warm
+ratio (`track_time_over_reference`, recorded up to the commit that began to flush) is not watched: a series crossing
+from one regime to the other would show a step of no code.
 
 Beside each value: the round's median SM clock, the mean power, and the card that measured it, so that a step can
 be read against the GPU's state on both sides; and, per run, the driver, CUDA and cuBLAS versions the box recorded.
@@ -25,6 +28,9 @@ from ..catalogue import Kernel
 from ..git import GitError, git
 from ..results import asvsuite, resultstree
 from ..results.asvsuite import SuiteCase
+
+
+WATCHED_TRACK = asvsuite.OVER_REFERENCE_FLUSHED
 
 
 class WatchError(ValueError):
@@ -47,7 +53,7 @@ class SeriesPoint:
 @dataclass
 class Series:
     case: SuiteCase  # under the kernel's current name
-    track: str  # asvsuite.OVER_REFERENCE or asvsuite.ROUND_TIME
+    track: str  # WATCHED_TRACK or asvsuite.ROUND_TIME
     points: list[SeriesPoint] = field(default_factory=list)
 
     @property
@@ -184,9 +190,9 @@ def read_history(results_dir: Path, machine: str, commits: list[str], kernels: d
             powers = run.values(benchmark, asvsuite.POWER)
             cards = run.values(benchmark, asvsuite.CARD)
             tracks = [asvsuite.ROUND_TIME]
-            if run.run.benchmark_version.get(f"{asvsuite.MODULE}.{benchmark}.{asvsuite.OVER_REFERENCE}") \
+            if run.run.benchmark_version.get(f"{asvsuite.MODULE}.{benchmark}.{WATCHED_TRACK}") \
                     == newest_reference.get(benchmark):
-                tracks.insert(0, asvsuite.OVER_REFERENCE)
+                tracks.insert(0, WATCHED_TRACK)
             for track in tracks:
                 for case, value in run.values(benchmark, track).items():
                     if (value := _finite(value)) is None or value <= 0:
@@ -201,19 +207,20 @@ def read_history(results_dir: Path, machine: str, commits: list[str], kernels: d
                         kept[commit] = point
     series = []
     for (case, track), points in sorted(figures.items()):
-        if track == asvsuite.ROUND_TIME and (case, asvsuite.OVER_REFERENCE) in figures:
+        if track == asvsuite.ROUND_TIME and (case, WATCHED_TRACK) in figures:
             continue  # the ratio is recorded for this case: its series follows that
         series.append(Series(case, track, sorted(points.values(), key=lambda point: point.position)))
     return History(machine, str(facets.get("gpu") or machine), commits, measured, series, environments, off_branch)
 
 
 def _newest_reference_version(by_commit: dict[str, asvsuite.RunReader], measured: list[str]) -> dict[str, str]:
-    """Per benchmark class, the version of its time-over-reference track in the newest run that recorded one."""
+    """Per benchmark class, the version of its watched time-over-reference track in the newest run that recorded
+    one."""
     newest: dict[str, str] = {}
     for commit in measured:
         for benchmark in (asvsuite.GEMM, asvsuite.SHAPES):
             version = by_commit[commit].run.benchmark_version.get(
-                f"{asvsuite.MODULE}.{benchmark}.{asvsuite.OVER_REFERENCE}")
+                f"{asvsuite.MODULE}.{benchmark}.{WATCHED_TRACK}")
             if version is not None:
                 newest[benchmark] = version
     return newest

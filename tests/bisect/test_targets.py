@@ -49,15 +49,15 @@ def test_a_case_of_a_shape_is_passed_by(tmp_path):
 
 def test_the_detectors_notices_file_is_read_as_written(tmp_path):
     kernels = load_catalogue()
-    commits = make_branch(tmp_path / "repo", 12)
-    slower = [1.0] * 6 + [1.05] * 6
+    commits = make_branch(tmp_path / "repo", 24)
+    slower = [1.0] * 12 + [1.05] * 12
     write_history(tmp_path / "results", commits, [Case("fp32/warptile", 4096, slower)])
     document = notices_document(watch(tmp_path / "results", tmp_path / "repo", kernels))
     write_notices(tmp_path / "notices.json", document)
     [written] = document["notices"]
     [target] = candidates(tmp_path / "notices.json", MACHINE)
     assert (target.id, target.case, target.size, target.good, target.bad) == (
-        written["id"], "fp32/warptile", 4096, commits[5], commits[6])
+        written["id"], "fp32/warptile", 4096, commits[11], commits[12])
     assert from_notice(tmp_path / "notices.json", written["id"]) == target
 
 

@@ -1,5 +1,7 @@
 // Runs .github/notices/issues.js against a stood-in GitHub API: the issues it starts with come from STATE_FILE,
-// what it did (every call, the issues after, the summary, a failure) is printed as JSON.
+// what it did (every call, the issues after, the summary, a failure) is printed as JSON; with KEEP_STATE=1 the
+// issues after are written back to STATE_FILE, so that publish after publish runs against one stood-in repository
+// (tools/acceptance/github_standin.py).
 "use strict";
 const fs = require("fs");
 const issues = JSON.parse(fs.readFileSync(process.env.STATE_FILE, "utf8"));
@@ -22,8 +24,14 @@ const github = {
     update: async (params) => {
       calls.push(["update", params]);
       const issue = issues.find((i) => i.number === params.issue_number);
-      Object.assign(issue, { title: params.title, body: params.body, state: params.state });
+      for (const key of ["title", "body", "state", "state_reason"]) if (key in params) issue[key] = params[key];
       return { data: issue };
+    },
+    createComment: async (params) => {
+      calls.push(["comment", params]);
+      const issue = issues.find((i) => i.number === params.issue_number);
+      issue.comments = [...(issue.comments || []), params.body];
+      return { data: {} };
     },
   } },
 };
@@ -36,5 +44,6 @@ const core = {
 };
 const context = { repo: { owner: "owner", repo: "repo" } };
 require(process.env.SCRIPT).run({ github, context, core }).then((result) => {
+  if (process.env.KEEP_STATE === "1") fs.writeFileSync(process.env.STATE_FILE, JSON.stringify(issues, null, 1));
   process.stdout.write(JSON.stringify({ result, calls, issues, summary, failed }));
 }, (error) => { process.stderr.write(String(error.stack)); process.exit(3); });

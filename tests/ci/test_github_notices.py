@@ -30,19 +30,21 @@ def notice(state: str = "candidate", **changes) -> dict:
     made = {"id": f"{MACHINE}--wgmma_specialized.wgmma_cluster--{SHA[1][:12]}", "machine": MACHINE,
             "gpu_model": "NVIDIA H100 80GB HBM3", "kernels": ["bf16/wgmma_cluster", "fp16/wgmma_cluster"],
             "cases": [{"case": "fp16/wgmma_cluster", "size": 8192, "shape": [8192, 8192, 8192],
-                       "track": "track_time_over_reference", "ratio": 1.0101, "interval": [1.008, 1.012],
+                       "track": "track_time_over_reference_flushed", "ratio": 1.0101, "interval": [1.008, 1.012],
+                       "level_before": 0.998,
                        "before": {"sm_clock_mhz": 1500.0, "power_w": 700.0},
                        "after": {"sm_clock_mhz": 1490.0, "power_w": None},
                        "graph_url": "index.html#bench_gemm.Gemm.track_time_over_reference?machine=x&p-size=8192"}],
             "last_good": SHA[0], "bad": SHA[1], "first_bad": SHA[1], "commits_between": 0, "state": state,
-            "environment": [], "graph_url": "index.html#bench_gemm.Gemm.track_time?machine=x",
+            "environment": [], "filed": True, "seen": True, "publishes": 2,
+            "graph_url": "index.html#bench_gemm.Gemm.track_time?machine=x",
             "commit_url": f"https://github.com/o/r/commit/{SHA[1]}", "bisect": None}
     made.update(changes)
     return made
 
 
 def document(*notices) -> dict:
-    return {"format": 1, "machines": [MACHINE], "notices": list(notices)}
+    return {"format": 2, "machines": [MACHINE], "notices": list(notices)}
 
 
 def run(tmp_path: Path, doc, issues=(), site_url: str = "https://owner.github.io/repo/") -> dict:
@@ -144,7 +146,7 @@ def test_a_notice_that_breaks_the_schema_touches_no_issue(tmp_path, field, value
     assert not re.search(r"@\w|<img|\]\(", outcome["summary"])
 
 
-@pytest.mark.parametrize("content", ["{not json", json.dumps([1, 2]), json.dumps({"format": 2, "machines": [],
+@pytest.mark.parametrize("content", ["{not json", json.dumps([1, 2]), json.dumps({"format": 1, "machines": [],
                                                                                 "notices": []})])
 def test_a_file_that_is_no_notices_document_touches_nothing(tmp_path, content):
     outcome = run(tmp_path, content)
@@ -185,3 +187,40 @@ def test_the_schema_uses_no_keyword_the_validator_does_not_know(tmp_path):
              "{ console.log(e.message) }")
     done = subprocess.run([NODE, "-e", probe], env=env, check=False, capture_output=True, text=True, timeout=60)
     assert "keyword format is not one this validator knows" in done.stdout
+
+
+def test_a_candidate_not_yet_filed_opens_no_issue(tmp_path):
+    assert writes(run(tmp_path, document(notice(filed=False, publishes=1)))) == []
+
+
+def test_a_gone_notice_closes_its_issue_as_not_planned_saying_no_longer_seen(tmp_path):
+    issues = run(tmp_path, document(notice()))["issues"]
+    outcome = run(tmp_path, document(notice(state="gone", seen=False)), issues)
+    [issue] = outcome["issues"]
+    assert issue["state"] == "closed" and issue["state_reason"] == "not_planned"
+    assert "no longer seen" in issue["body"]
+
+
+def test_an_issue_whose_notice_left_the_file_is_closed_not_orphaned(tmp_path):
+    issues = run(tmp_path, document(notice()))["issues"]
+    other = notice(id=f"{MACHINE}--other.kernel--{SHA[2][:12]}", bad=SHA[2], first_bad=SHA[2])
+    outcome = run(tmp_path, document(other), issues)
+    by_number = {issue["number"]: issue for issue in outcome["issues"]}
+    assert by_number[1]["state"] == "closed" and by_number[1]["state_reason"] == "not_planned"
+    assert "No longer seen" in by_number[1]["comments"][0]
+    assert by_number[2]["state"] == "open" and len(by_number) == 2
+
+
+def test_a_boundary_that_moved_updates_the_one_issue(tmp_path):
+    issues = run(tmp_path, document(notice(first_bad=None, bad=SHA[2], commits_between=1)))["issues"]
+    outcome = run(tmp_path, document(notice()), issues)
+    assert [name for name in writes(outcome)] == ["update"] and len(outcome["issues"]) == 1
+    assert outcome["issues"][0]["state"] == "open" and SHA[1][:12] in outcome["issues"][0]["title"]
+
+
+def test_the_summary_shows_each_cases_confirmation(tmp_path):
+    confirmed = notice(state="regression")
+    confirmed["cases"][0]["confirmation"] = {"verdict": "DIFFERENT", "ratio": 1.01, "interval": [1.008, 1.012],
+                                             "confidence": 0.95, "method": "paired", "measured_at": "2026-11-28T00:00Z"}
+    outcome = run(tmp_path, document(confirmed))
+    assert "fp16/wgmma&#95;cluster DIFFERENT" in outcome["summary"]

@@ -9,7 +9,7 @@ from history_tree import MACHINE, Case, make_branch, write_history
 
 from sgemm.catalogue import load_catalogue
 from sgemm.results import asvsuite
-from sgemm.watch.series import Environment, WatchError, branch_commits, read_history
+from sgemm.watch.series import WATCHED_TRACK, Environment, WatchError, branch_commits, read_history
 
 KERNELS = load_catalogue()
 
@@ -27,7 +27,7 @@ def test_each_case_follows_its_ratio_where_recorded_else_its_round_medians(tmp_p
     write_history(tmp_path / "results", commits, cases)
     history = read_history(tmp_path / "results", MACHINE, branch_commits(repo, "main"), KERNELS)
     tracks = {s.case.kernel: s.track for s in history.series}
-    assert tracks == {"fp32/warptile": asvsuite.OVER_REFERENCE, "fp32/cublas": asvsuite.ROUND_TIME}
+    assert tracks == {"fp32/warptile": WATCHED_TRACK, "fp32/cublas": asvsuite.ROUND_TIME}
     warptile = next(s for s in history.series if s.case.kernel == "fp32/warptile")
     assert [p.commit for p in warptile.points] == commits
     assert warptile.points[0].sm_clock_mhz == 1500.0 and warptile.points[0].power_w == 700.0

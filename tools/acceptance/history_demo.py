@@ -349,7 +349,7 @@ def cmd_synthetic(args) -> int:
             combos = list(itertools.product(*benchmark["params"]))
             values, samples, numbers = [math.nan] * len(combos), [None] * len(combos), [None] * len(combos)
             for name, size in scenario.cases:
-                if method == asvsuite.OVER_REFERENCE and get_kernel(name).library:
+                if method in (asvsuite.OVER_REFERENCE, asvsuite.OVER_REFERENCE_FLUSHED) and get_kernel(name).library:
                     continue  # the same library on both sides: the suite records no such figure
                 if method == scenario.judged or (method == asvsuite.ROUND_TIME and scenario.judged == asvsuite.TIME):
                     level, spread = synthetic_level(scenario, name, size, number, rng), scenario.synthetic_noise

@@ -18,12 +18,12 @@ from tools.acceptance import history_checks, history_demo
 
 ROOT = Path(__file__).resolve().parents[3]
 DEMO = [sys.executable, "-m", "tools.acceptance.history_demo"]
-HOPPER = ["track_time_over_reference('wgmma_grouped_tma_store', 8192, 'bf16')",
-          "track_time_over_reference('wgmma_grouped_tma_store', 8192, 'fp16')"]
+HOPPER = ["track_time_over_reference_flushed('wgmma_grouped_tma_store', 8192, 'bf16')",
+          "track_time_over_reference_flushed('wgmma_grouped_tma_store', 8192, 'fp16')"]
 HOPPER_NOTICE = "bf16/wgmma_grouped_tma_store and fp16/wgmma_grouped_tma_store at 8192"
 SCENARIOS = {
     "warptile": (["track_time('warptile', 4096, 'fp32')"], ["fp32/warptile at 4096"]),
-    "watch": ([*HOPPER, "track_time_over_reference('warptile', 4096, 'fp32')"],
+    "watch": ([*HOPPER, "track_time_over_reference_flushed('warptile', 4096, 'fp32')"],
               [HOPPER_NOTICE, "fp32/warptile at 4096"]),
 }
 
