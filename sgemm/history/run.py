@@ -443,9 +443,9 @@ def run_sharded(repo: Path, chosen: HistoryPlan, results_dir: Path, shards: list
         raise
     ended = time.monotonic()
     for shard in running:
+        stop = shard.ended_at or ended
         print(f"sgemm history: GPU {shard.shard.gpu}: asv run exit {shard.process.returncode} after "
-              f"{minutes((shard.ended_at or ended) - started)} ({describe_parts(shard.clock.parts(shard.ended_at or ended))})",
-              file=sys.stderr)
+              f"{minutes(stop - started)} ({describe_parts(shard.clock.parts(stop))})", file=sys.stderr)
     status = max(shard.process.returncode for shard in running)
     for commit in chosen.commits:
         by_name: dict[str, list[Path]] = {}
