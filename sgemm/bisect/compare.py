@@ -28,12 +28,25 @@ from pathlib import Path
 from ..catalogue import Kernel
 from ..results.asvsuite import SuiteCase
 from ..results.machine import required_identity
-from ..rounds.evidence import MIN_ROUNDS, PairedRounds, paired_effect, spend
+from ..rounds.evidence import (MIN_ROUNDS, Noise, PairedRounds, log_likelihood_ratio, paired_effect, pooled_noise,
+    spend, spread_bound, wider_than)
 from ..rounds.pairs import Pair
 from ..rounds.session import IDLE_TIMEOUT_S, ROUND_SETTINGS, GpuNotFree, PairedSession, PairingError, wait_for_gpu
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_MAX_ROUNDS = 9  # as the gate's
+# The sequential test's chance of each wrong verdict, either way: a search of 16 commits makes about five, and a
+# wrong one names a wrong commit.
+SEQUENTIAL_ERROR = 0.001
+# It takes the round spread as known, at this upper confidence bound of the pooled estimate: a spread learned from
+# few rounds would otherwise make it bold.
+SPREAD_LEVEL = 0.9
+# A round counts at most this many sds beyond half the step, so that one outlier round cannot decide.
+CLIP_SD = 2.0
+# A commit's rounds spread wider than the pool's at this confidence are judged on their own.
+CONTRADICTS_LEVEL = 0.99
+# Rounds further than this many robust sds from their commit's median are pulled in before the spread is pooled.
+WINSORIZE_SD = 3.0
 
 
 class Answer(str, Enum):
@@ -88,6 +101,46 @@ class Region:
 
 
 @dataclass(frozen=True)
+class Halves:
+    """Which side of a step a commit lies on: its rounds from a build equal to the good end (ratio 1) or from one a
+    whole step off (the bad end's ratio), told apart by a sequential probability ratio test on the logs of the round
+    ratios, the spread pooled with what was measured elsewhere of the case; SAME is the good end's side."""
+
+    step: float  # the bad end's ratio: the median of its rounds, which one outlier round does not move
+    error: float = SEQUENTIAL_ERROR
+
+    @property
+    def meaning(self) -> str:
+        return (f"ratio 1 (good) or {self.step:.4f} (the step, bad), decided by a sequential test with "
+                f"{self.error:.1%} error either way")
+
+    def answer(self, rounds: list[Round], schedule: CompareSchedule, noise: Noise | None) -> CommitComparison | None:
+        n = len(rounds)
+        if n < schedule.min_rounds:
+            return None
+        logs = [math.log(r.ratio) for r in rounds]
+        resolution = PairedRounds((), block_s=min(r.block_s for r in rounds)).resolution
+        own = pooled_noise([logs], resolution)
+        if noise is not None and own is not None and wider_than(own, noise, CONTRADICTS_LEVEL):
+            noise = None  # a commit that made the case jittery is judged on its own rounds
+        spread = pooled_noise([logs], resolution, noise)  # its own rounds as they are: a jittery commit stays so
+        ratio, low, high = _look(rounds, schedule, noise)
+        figures = (ratio, (low, high), tuple(rounds))
+        if spread is None:
+            return None
+        evidence = log_likelihood_ratio(logs, math.log(self.step), spread_bound(spread, SPREAD_LEVEL), CLIP_SD)
+        bound = math.log((1 - self.error) / self.error)
+        said = f"log likelihood ratio {evidence:+.1f} (bounds ±{bound:.1f}) after {n} rounds"
+        if evidence >= bound:
+            return CommitComparison(Answer.DIFFERENT, *figures, f"the step's side: {said}")
+        if evidence <= -bound:
+            return CommitComparison(Answer.SAME, *figures, f"the good end's side: {said}")
+        if n >= schedule.max_rounds:
+            return CommitComparison(Answer.UNKNOWN, *figures, f"neither side yet: {said}, the most allowed")
+        return None
+
+
+@dataclass(frozen=True)
 class CompareSchedule:
     min_rounds: int = MIN_ROUNDS
     max_rounds: int = DEFAULT_MAX_ROUNDS
@@ -105,22 +158,26 @@ class CommitComparison:
     why: str
 
 
-def _look(rounds: list[Round], schedule: CompareSchedule) -> tuple[float, float, float]:
-    """The ratio and the interval of the look after these rounds (at least two)."""
+def _look(rounds: list[Round], schedule: CompareSchedule, noise: Noise | None = None) -> tuple[float, float, float]:
+    """The ratio and the interval of the look after these rounds (at least two; one, with `noise`): the spread of
+    these rounds pooled with `noise`, the spread measured elsewhere of this case's rounds."""
     n = len(rounds)
-    effect = paired_effect(PairedRounds(tuple(r.ratio for r in rounds), block_s=min(r.block_s for r in rounds)))
+    effect = paired_effect(PairedRounds(tuple(r.ratio for r in rounds), block_s=min(r.block_s for r in rounds)),
+                           noise)
     before = 0 if n <= schedule.min_rounds else n - 1  # the first look spends for every round it holds
     alpha = spend(n, before, schedule.max_rounds, 1 - schedule.confidence)
     low, high = effect.interval(1 - alpha)
     return effect.ratio, low, high
 
 
-def answer(rounds: list[Round], region: Region, schedule: CompareSchedule) -> CommitComparison | None:
-    """The verdict at the look after these rounds, or None when more rounds may settle it."""
+def answer(rounds: list[Round], region: Region, schedule: CompareSchedule,
+           noise: Noise | None = None) -> CommitComparison | None:
+    """The verdict at the look after these rounds, or None when more rounds may settle it; `noise`: a spread of
+    this case's rounds measured elsewhere, pooled with theirs."""
     n = len(rounds)
     if n < schedule.min_rounds:
         return None
-    ratio, low, high = _look(rounds, schedule)
+    ratio, low, high = _look(rounds, schedule, noise)
     interval = f"{low:.4f}–{high:.4f}"
     if region.low <= low and high <= region.high:
         return CommitComparison(Answer.SAME, ratio, (low, high), tuple(rounds),
@@ -134,20 +191,22 @@ def answer(rounds: list[Round], region: Region, schedule: CompareSchedule) -> Co
     return None
 
 
-def compare(next_round: Callable[[], Round], done: list[Round], region: Region, schedule: CompareSchedule,
-            time_left: Callable[[], bool] = lambda: True, on_round: Callable[[list[Round]], None] | None = None
-            ) -> CommitComparison:
+def compare(next_round: Callable[[], Round], done: list[Round], region: Region | Halves, schedule: CompareSchedule,
+            time_left: Callable[[], bool] = lambda: True, on_round: Callable[[list[Round]], None] | None = None,
+            noise: Noise | None = None) -> CommitComparison:
     """Rounds after those `done`, one at a time, until a verdict; UNKNOWN when `time_left()` says no before one.
-    `on_round` sees the rounds so far after each new one (to save them). Unmeasurable or Stopped propagate."""
+    `on_round` sees the rounds so far after each new one (to save them); `noise` is pooled with them (answer).
+    Unmeasurable or Stopped propagate."""
     rounds = list(done)
     while True:
-        outcome = answer(rounds, region, schedule)
+        outcome = region.answer(rounds, schedule, noise) if isinstance(region, Halves) else \
+            answer(rounds, region, schedule, noise)
         if outcome:
             return outcome
         if not time_left():
             # The figures so far, as a look at this many rounds would give them (two rounds at least: one has no
             # spread, and its interval is unbounded).
-            ratio, low, high = _look(rounds, schedule) if len(rounds) >= 2 else \
+            ratio, low, high = _look(rounds, schedule, noise) if len(rounds) >= 2 else \
                 (rounds[0].ratio if rounds else math.nan, -math.inf, math.inf)
             return CommitComparison(Answer.UNKNOWN, ratio, (low, high), tuple(rounds),
                            f"the time allowed ran out after {len(rounds)} rounds")

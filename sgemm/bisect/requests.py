@@ -10,14 +10,15 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ..atomic import write_atomically
 from ..catalogue import Kernel
 from ..results import confirmations, resultstree
 from ..results.machine import check_machine_name, machine_name, required_identity
-from ..rounds.session import PAIRED_THRESHOLD
+from ..rounds.evidence import Noise
+from ..rounds.session import PAIRED_THRESHOLD, ROUND_SETTINGS
 from ..words import counted
 from .commits import Chain, RangeError, check_ends, first_parent_chain
 from .compare import CompareSchedule, PairedBuilds, Unmeasurable
@@ -144,13 +145,34 @@ def plan_bisect(request: BisectRequest) -> BisectPlan | str:
     return BisectPlan(replace(target, machine=machine), chain, kernel, machine, out, state)
 
 
+def noise_entry(repo: Path, machine: str, case: str, size: int) -> tuple[Noise | None, str]:
+    """The paired noise of the case in the machine's noise file (noise/<machine>.json, as `sgemm noise` writes it),
+    when its rounds were timed as bisect's are (its `paired_round` is bisect's round settings); else None and why."""
+    path = repo / "noise" / f"{machine}.json"
+    try:
+        data = json.loads(path.read_text())
+        if data.get("paired_round") != asdict(ROUND_SETTINGS):
+            return None, f"{path}: its paired noise was learned from rounds timed otherwise than bisect's"
+        entry = data["paired"][f"{case} {size}x{size}x{size}"]
+        return Noise(float(entry["sd"]), entry["df"]), f"{path}"
+    except FileNotFoundError:
+        return None, f"no noise file {path}"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return None, f"{path}: no paired entry for {case} at {size} ({type(exc).__name__})"
+
+
 def bisect(request: BisectRequest, make_source: SourceMaker | None = None) -> tuple[dict | str, Path]:
     """The bisect from the command line: its result, written to the path returned (or the line saying there was
     nothing to do here). InputError, BisectError; NoGpuError and compare.Stopped from the GPU."""
     chosen = plan_bisect(request)
     if isinstance(chosen, str):
         return chosen, Path()
-    state = State.open(chosen.state, query_of(chosen.target, request.limits))  # BisectError: refused, left alone
+    limits = request.limits
+    if limits.pooled and limits.noise is None:
+        noise, where = noise_entry(request.repo, chosen.machine, chosen.target.case, chosen.target.size)
+        limits = replace(limits, noise=noise)
+        print(f"sgemm bisect: the noise file's entry: {'from ' if noise else 'none: '}{where}", file=sys.stderr)
+    state = State.open(chosen.state, query_of(chosen.target, limits))  # BisectError: refused, left alone
     # The GPU before a word of the search: without one (NoGpuError) the command says so alone.
     source = (make_source or PairedBuilds.on_this_gpu)(request.repo, chosen.target.good, chosen.kernel,
                                                        chosen.target.size, request.device)
@@ -162,7 +184,7 @@ def bisect(request: BisectRequest, make_source: SourceMaker | None = None) -> tu
         f"{chosen.target.good[:12]} up to the bad end {chosen.target.bad[:12]} (first-parent line); state in "
         f"{chosen.state}")
     try:
-        result = run_bisect(chosen.target, chosen.chain, source, state, request.limits, say)
+        result = run_bisect(chosen.target, chosen.chain, source, state, limits, say)
     finally:
         close = getattr(source, "close", None)
         if close:

@@ -18,6 +18,12 @@ The search, over the first-parent line from the good end to the bad end (sgemm.b
 
 Each decision stands at the confidence given (95% by default; a search of 16 commits makes about 5 of them).
 
+The spread a decision weighs a commit's rounds against is pooled: its own rounds about their mean, every other
+commit's of this bisect about theirs (one case, one box, one way of timing: their spread is one thing, whatever each
+commit's ratio), and the noise file's entry for the case where its rounds were timed as these are. A commit judged on
+its own three to nine rounds alone has two to eight degrees of freedom, and a t interval that wide leaves many
+commits undecided; pooled, the later commits of a search are judged with dozens (docs/bisect.md).
+
 Every round is saved to the state file as soon as it is measured, so a stopped bisect resumes where it stopped:
 commits already decided are not timed again, and a commit cut off mid-way keeps its rounds.
 """
@@ -27,6 +33,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -36,10 +43,12 @@ from typing import Protocol
 
 from ..atomic import write_atomically
 from ..results.resultstree import FOUND, NO_STEP, UNKNOWN
+from ..rounds.evidence import Noise, PairedRounds, pooled_noise
 from ..rounds.session import PAIRED_THRESHOLD
 from ..words import counted
 from .commits import Chain
-from .compare import Answer, CommitComparison, CompareSchedule, Region, Round, Stopped, Unmeasurable, compare
+from .compare import (WINSORIZE_SD, Answer, CommitComparison, CompareSchedule, Halves, Region, Round, Stopped,
+    Unmeasurable, compare)
 from .targets import Target
 
 STATE_FORMAT = 1
@@ -70,6 +79,17 @@ class Limits:
     schedule: CompareSchedule = DEFAULT_SCHEDULE
     max_builds: int | None = None  # commits built, the good end included
     budget_s: float | None = None  # wall time of this run
+    noise: Noise | None = None  # the noise file's entry for the case, its rounds timed as these are
+    # False: as before 2026-11-28, each commit judged on its own rounds alone, a candidate by its interval
+    pooled: bool = True
+
+    @property
+    def spread(self) -> str:
+        """How a decision's spread is made, in words (the state's query and the result say it)."""
+        if not self.pooled:
+            return "each commit's own rounds"
+        return "pooled over the bisect's commits" + (
+            f" and the noise file's entry (sd {self.noise.sd:.4%}, {self.noise.df} df)" if self.noise else "")
 
 
 @dataclass
@@ -144,7 +164,8 @@ def query_of(target: Target, limits: Limits) -> dict:
     """What a state file must match to be resumed: the case, the ends and how decisions are made."""
     return {"case": target.case, "size": target.size, "good": target.good, "bad": target.bad,
             "threshold": limits.threshold, "confidence": limits.schedule.confidence,
-            "min_rounds": limits.schedule.min_rounds, "max_rounds": limits.schedule.max_rounds}
+            "min_rounds": limits.schedule.min_rounds, "max_rounds": limits.schedule.max_rounds,
+            "spread": limits.spread}
 
 
 def _say(text: str) -> None:
@@ -162,7 +183,20 @@ class _Search:
     def time_left(self) -> bool:
         return self.limits.budget_s is None or self.clock() - self.started < self.limits.budget_s
 
-    def measure(self, commit: str, role: str, region: Region) -> BisectStep | None:
+    def others_spread(self, commit: str) -> Noise | None:
+        """The spread of every other commit's rounds of this bisect, each about its own mean, pooled with the noise
+        file's entry; None when each commit is judged on its own rounds."""
+        if not self.limits.pooled:
+            return None
+        groups, blocks = [], []
+        for step in self.state.steps:
+            if step.commit != commit and step.verdict != SKIPPED and len(step.rounds) >= 2:
+                groups.append([math.log(r["ratio"]) for r in step.rounds])
+                blocks += [r.get("block_s", Round.block_s) for r in step.rounds]
+        resolution = PairedRounds((), block_s=min(blocks, default=Round.block_s)).resolution
+        return pooled_noise(groups, resolution, self.limits.noise, winsorize_sd=WINSORIZE_SD)
+
+    def measure(self, commit: str, role: str, region: Region | Halves) -> BisectStep | None:
         """The commit's step, timed as far as needed (or read from the state); None when the builds allowed are
         spent before it."""
         state, schedule = self.state, self.limits.schedule
@@ -189,7 +223,7 @@ class _Search:
 
         try:
             outcome = compare(lambda: self.source.round(commit), [Round(**r) for r in step.rounds], region, schedule,
-                              self.time_left, saved)
+                              self.time_left, saved, self.others_spread(commit))
         except Unmeasurable as exc:
             step.verdict, step.why = SKIPPED, str(exc)
         else:
@@ -254,7 +288,7 @@ def run_bisect(target: Target, chain: Chain, source: RoundSource, state: State, 
         "total_wall_s": round(state.wall_s, 1), "resumed": state.resumed,
         "step": ({"ratio": step_outcome.ratio, "interval": step_outcome.interval, "verdict": step_outcome.verdict}
                  if step_outcome else None),
-        "rule": RULE, "threshold": limits.threshold, "confidence": limits.schedule.confidence,
+        "rule": RULE, "spread": limits.spread, "threshold": limits.threshold, "confidence": limits.schedule.confidence,
         "method": source.method, "first_parent": True, "merges": list(chain.merges),
         "commits": total, "machine": target.machine, "source": target.source, "finished_at": now_iso(),
         "steps": [asdict(s) for s in state.steps],
@@ -265,8 +299,12 @@ def run_bisect(target: Target, chain: Chain, source: RoundSource, state: State, 
 def _bisect(search: _Search, bad_end: BisectStep, say: Callable[[str], None]) -> tuple[str, str, str | None, list[str]]:
     commits, total = search.chain.commits, len(search.chain.commits)
     step_ratio = bad_end.ratio
-    region = Region.good_side_of(math.sqrt(step_ratio), step_ratio)
-    say(f"step {step_ratio:.4f}: {RULE} ({region.meaning} is good)")
+    if search.limits.pooled:
+        region = Halves(statistics.median(r["ratio"] for r in bad_end.rounds))
+        say(f"step {step_ratio:.4f}: each commit in between is {region.meaning}")
+    else:
+        region = Region.good_side_of(math.sqrt(step_ratio), step_ratio)
+        say(f"step {step_ratio:.4f}: {RULE} ({region.meaning} is good)")
     max_rounds = search.limits.schedule.max_rounds
     while True:
         status = {}

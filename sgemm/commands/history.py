@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from .. import catalogue
@@ -34,7 +35,14 @@ def add_history(add) -> None:
     history.add_argument("--dry-run", action="store_true", help="say what would be measured; measure nothing")
 
 
+# What follows the measuring (the summary read back, the site built), until a run has measured it: added to the
+# estimate of the time left.
+PRIOR_AFTER_S = 30.0
+PRIOR_AFTER_WITHOUT_SITE_S = 2.0
+
+
 def cmd_history(args) -> int:
+    began = time.monotonic()
     from ..history.run import (HistoryError, box_shards, check_catalogue, check_places, check_results, plan, run,
                                run_sharded, summary)
     from ..results.confirmations import ConfirmationsError
@@ -80,18 +88,33 @@ def cmd_history(args) -> int:
     if args.dry_run:
         return EXIT_OK
     write_machine_file(machine_entry(identity, machine))  # asv asks interactively for a machine it does not know
+    after_s = PRIOR_AFTER_WITHOUT_SITE_S if args.no_site else PRIOR_AFTER_S
+    measuring_began = time.monotonic()
     if shards:
-        measured = run_sharded(repo, chosen, results, shards, uuids, work)
+        measured = run_sharded(repo, chosen, results, shards, uuids, work, began, after_s)
     else:
-        measured = run(repo, chosen, results, work)
+        measured = run(repo, chosen, results, work, began, after_s)
+    measuring_ended = time.monotonic()
+
+    def timeline() -> None:
+        """Where the history's time went: the serial parts before and after the measuring, apart from it."""
+        ended = time.monotonic()
+        print(f"sgemm history: timeline: before the measuring {measuring_began - began:.0f} s · the measuring "
+              f"(asv, {len(shards) or 1} GPU{'s' if len(shards) > 1 else ''}) {measuring_ended - measuring_began:.0f}"
+              f" s · after it (summary{', site' if not args.no_site else ''}) {ended - measuring_ended:.0f} s",
+              file=sys.stderr)
+        # The line a log of this run is scored against (tools/acceptance/estimate_error.py).
+        print(f"sgemm history: ended after {ended - began:.0f} s", file=sys.stderr)
     if chosen.commits:
         print(f"sgemm history: recorded in {results}:", file=sys.stderr)
         for line in summary(results, chosen):
             print(f"  {line}", file=sys.stderr)
     if args.no_site:
+        timeline()
         return EXIT_FAILED if measured else EXIT_OK
     if measured != 0:
         print(f"sgemm history: asv run exited {measured}; publishing what was recorded", file=sys.stderr)
     published = publish(repo, results, Path(args.html), made_from_results(args), npm_cache=Path(args.npm_cache)
                         if args.npm_cache else None, command="sgemm history")
+    timeline()
     return published or (EXIT_FAILED if measured else EXIT_OK)

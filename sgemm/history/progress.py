@@ -7,7 +7,11 @@ asv's lines read here: "· Running 3025 total benchmarks (1 commits * 1 environm
 "[ 12.50%] · For sgemm commit 1a2b3c4d <main>:", and "[ 12.52%] ··· bench.Class.method   failed".
 
 asv says nothing while the resource suite compiles every kernel (its setup_cache, a minute or more a commit); the
-compile writes how far it is to a file of its own (sgemm.measuring.resources.PROGRESS_VARIABLE), read here too.
+compile writes how far it is to a file of its own (sgemm.measuring.resources.PROGRESS_VARIABLE), read here too. So
+does the process that measures every case (sgemm.measuring.record.MEASURING_PROGRESS_VARIABLE): the estimate of the
+time left is sgemm.history.estimate's, from both, never asv's percent alone (which counts benchmark processes).
+Every line off a terminal says the time since the history began and the estimate, so that a log can be scored
+against when the run really ended (tools/acceptance/estimate_error.py).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
+
+from .estimate import RunClock
 
 PERCENT = re.compile(r"^\[\s*(\d+(?:\.\d+)?)%\]")
 COMMIT = re.compile(r"· For \S+ commit ([0-9a-f]{7,40})")
@@ -72,7 +78,8 @@ class RunState:
         self.compile = {"done": done, "total": total, "seconds": seconds, "last": str(record.get("last", ""))}
         return True
 
-    def line(self, elapsed_s: float) -> str:
+    def line(self, elapsed_s: float, left_s: float | None = None) -> str:
+        """Where the run stands; `left_s`, the estimate of the time left (else asv's percent is extrapolated)."""
         where = f"commit {self.commit_number} of {self.commits} ({self.commit})" if self.commit else "starting"
         text = f"asv: {self.percent:3.0f}% · {where} · "
         if self.compile:
@@ -83,18 +90,35 @@ class RunState:
                 text += f"compiling every kernel for the resource suite: {done} of {total} programs"
                 if done:
                     text += f" (last {self.compile['last']}), about {_minutes(seconds * (total - done) / done)} left"
-            return text + f" · {_minutes(elapsed_s)} so far"
+            return text + f" · {_minutes(elapsed_s)} so far" + (f", about {_minutes(left_s)} left"
+                                                                 if left_s is not None else "")
         text += f"{_minutes(elapsed_s)} so far"
-        if 1 <= self.percent < 100:
+        if left_s is not None:
+            text += f", about {_minutes(left_s)} left"
+        elif 1 <= self.percent < 100:
             text += f", about {_minutes(elapsed_s * (100 - self.percent) / self.percent)} left"
         return text + (f" · {len(self.failed)} failed" if self.failed else "")
+
+
+def minutes(seconds: float) -> str:
+    """Seconds as a reader takes them in: "45 s", "3.5 min"."""
+    return _minutes(seconds)
 
 
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-class _Tail:
+PART_NAMES = {"environment": "environment (virtualenv and requirements)",
+              "discovery": "build and discovery", "benchmarks": "benchmarks"}
+
+
+def describe_parts(parts: dict[str, float]) -> str:
+    """How long each part of an asv run took, in words (sgemm.history.estimate.RunClock.parts)."""
+    return ", ".join(f"{PART_NAMES[name]} {seconds:.0f} s" for name, seconds in parts.items()) or "no part seen"
+
+
+class Tail:
     """The lines added to a file since the last read (none while it does not exist); a last line without its
     newline waits for the next read."""
 
@@ -145,16 +169,20 @@ def _ended_on_interrupt(process: subprocess.Popen, terminal: TextIO | None) -> I
 
 
 def follow_asv(command: list[str], log_path: Path, out: TextIO = sys.stderr, cwd: Path | None = None,
-               env: dict | None = None, now=time.monotonic,
-               compile_progress: Path | None = None) -> tuple[int, RunState]:
+               env: dict | None = None, now=time.monotonic, compile_progress: Path | None = None,
+               measuring_progress: Path | None = None, clock: RunClock | None = None, began: float | None = None,
+               after_s: float = 0.0) -> tuple[int, RunState]:
     """Run `command` (an `asv run`), its output into `log_path`, its progress onto `out`; asv's exit status and
-    what its output said. `compile_progress`: the file the resource compile reports to (see the module's doc)."""
+    what its output said. `compile_progress` and `measuring_progress`: the files the resource compile and the
+    measuring report to (see the module's doc); `clock` makes the estimate (sgemm.history.estimate), to which
+    `after_s` is added for what follows the run; `began`: when the history began (on `now`'s clock)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     state = RunState()
     live = out.isatty()
     started = last_shown = now()
+    began = started if began is None else began
     shown_step, shown_commit = -1, 0
-    compile_lines = _Tail(compile_progress)
+    compile_lines, measuring_lines = Tail(compile_progress), Tail(measuring_progress)
     print(f"asv: its full output goes to {log_path}", file=out)
     # asv runs in a process group of its own: Ctrl-C reaches this process alone, which ends asv's group once (a
     # second SIGINT would cut asv's own cleanup short), and a SIGINT sent to this process alone ends asv too.
@@ -173,24 +201,32 @@ def follow_asv(command: list[str], log_path: Path, out: TextIO = sys.stderr, cwd
                 pending += chunk
             whole = len(pending) if ended else pending.rfind(b"\n") + 1  # a line cut short waits for its end
             lines, pending = pending[:whole], pending[whole:]
+            moment = now()
             for line in lines.decode(errors="replace").splitlines(keepends=True):
                 log.write(line)
                 state.read(line)
+                if clock:
+                    clock.read(line, moment)
             log.flush()
             compiled = sum(state.read_compile(text) for text in compile_lines.lines())
-            step, elapsed = int(state.percent // STEP_PERCENT), now() - started
+            measured = sum(bool(clock and clock.read_measuring(text, moment)) for text in measuring_lines.lines())
+            step, elapsed = int(state.percent // STEP_PERCENT), now() - began
+            left = clock.left(now()) + after_s if clock else None
             if live and now() - last_shown >= REDRAW_S:
-                out.write("\r\033[K" + state.line(elapsed))
+                out.write("\r\033[K" + state.line(elapsed, left))
                 out.flush()
                 last_shown = now()
             elif not live and (step > shown_step or state.commit_number > shown_commit
-                               or (compiled and now() - last_shown >= COMPILE_LINE_S) or now() - last_shown >= QUIET_S):
-                print(state.line(elapsed), file=out, flush=True)
+                               or ((compiled or measured) and now() - last_shown >= COMPILE_LINE_S)
+                               or now() - last_shown >= QUIET_S):
+                print(state.line(elapsed, left), file=out, flush=True)
                 shown_step, shown_commit, last_shown = max(step, shown_step), state.commit_number, now()
         status = process.wait()
     if live:
         out.write("\n")
     summary = f"asv run: exit {status} after {_minutes(now() - started)}, {state.benchmarks} benchmarks"
+    if clock:
+        summary += f" ({describe_parts(clock.parts(now()))})"
     if state.failed:
         summary += f"; failed: {', '.join(sorted(set(state.failed))[:5])}" + (
             f" and {len(set(state.failed)) - 5} more" if len(set(state.failed)) > 5 else "")

@@ -35,15 +35,17 @@ from pathlib import Path
 from .. import catalogue
 from ..atomic import write_atomically
 from ..git import GitError, git
-from ..measuring.record import CASES_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
+from ..measuring.cards import CardsError, choose, visible_cards
+from ..measuring.record import CASES_VARIABLE, MEASURING_PROGRESS_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
 from ..measuring.resources import PROGRESS_VARIABLE
 from ..results import asvsuite, resultstree
 from ..results.asvconf import run_environment, write_asv_config
 from ..words import counted
 from ..writable import folder_problem
 from . import recorded
-from .progress import RunState, end_group, follow_asv
-from .shards import Shard, ShardError, assign, identical_gpus, recorded_costs, write_joined
+from .estimate import RunClock
+from .progress import Tail, describe_parts, end_group, follow_asv, minutes
+from .shards import Shard, assign, recorded_costs, write_joined
 
 DEFAULT_FIRST = 1
 DEFAULT_FIRST_WITHOUT_GPU = 3
@@ -192,9 +194,10 @@ def library_path(site_dirs: str) -> str:
 
 
 def _asv_environment(cases: list[asvsuite.SuiteCase] = (), reference: Path | None = None,
-                     compile_progress: Path | None = None) -> dict[str, str]:
+                     compile_progress: Path | None = None, measuring_progress: Path | None = None) -> dict[str, str]:
     """The environment of an `asv run`: the CUDA stack linked in, the run's cases (measured in one process a round),
-    the reference tree every case is also timed against, and the file the resource compile reports to."""
+    the reference tree every case is also timed against, and the files the resource compile and the measuring
+    report to."""
     site_dirs = cuda_site()
     env = dict(run_environment(), SGEMM_CUDA_SITE=site_dirs, LD_LIBRARY_PATH=library_path(site_dirs))
     env[CASES_VARIABLE] = json.dumps([[case.kernel, *case.shape] for case in cases])
@@ -202,6 +205,8 @@ def _asv_environment(cases: list[asvsuite.SuiteCase] = (), reference: Path | Non
         env[REFERENCE_VARIABLE] = str(reference)
     if compile_progress:
         env[PROGRESS_VARIABLE] = str(compile_progress)
+    if measuring_progress:
+        env[MEASURING_PROGRESS_VARIABLE] = str(measuring_progress)
     return env
 
 
@@ -237,9 +242,12 @@ def summary(results_dir: Path, chosen: HistoryPlan) -> list[str]:
     return recorded.summary(found, chosen.commits)
 
 
-def run(repo: Path, chosen: HistoryPlan, results_dir: Path, work_dir: Path) -> int:
+def run(repo: Path, chosen: HistoryPlan, results_dir: Path, work_dir: Path, began: float | None = None,
+        after_s: float = 0.0) -> int:
     """`asv run` of the plan into `results_dir` (asv's environments under `work_dir`): asv's output into a log under
-    `work_dir`/logs, its progress in a few lines (sgemm.history.progress); returns asv's exit status."""
+    `work_dir`/logs, its progress in a few lines (sgemm.history.progress), each with the time since `began` (on
+    time.monotonic's clock) and the estimate of the time left, `after_s` added for what follows the run; returns
+    asv's exit status."""
     if not chosen.commits:
         return 0
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -255,9 +263,12 @@ def run(repo: Path, chosen: HistoryPlan, results_dir: Path, work_dir: Path) -> i
         reference = reference_tree(repo, work_dir) if chosen.gpu else None
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         compile_progress = work_dir / "logs" / f"compile-{stamp}.jsonl"
+        measuring_progress = work_dir / "logs" / f"measuring-{stamp}.jsonl"
+        clock = RunClock(len(cases), pairing=reference is not None)
         status, _ = follow_asv(command, work_dir / "logs" / f"asv-run-{stamp}.log", cwd=repo,
-                               env=_asv_environment(cases, reference, compile_progress),
-                               compile_progress=compile_progress)
+                               env=_asv_environment(cases, reference, compile_progress, measuring_progress),
+                               compile_progress=compile_progress, measuring_progress=measuring_progress,
+                               clock=clock, began=began, after_s=after_s)
         return status
 
 
@@ -265,7 +276,7 @@ def run(repo: Path, chosen: HistoryPlan, results_dir: Path, work_dir: Path) -> i
 
 # The suites that are not cases of kernels (the GPU's facts, the resource compile) run with the first shard.
 GPU_FACTS = r"^bench_gpu\."
-PROGRESS_EVERY_S = 60
+PROGRESS_EVERY_S = 30
 # How often the shards are looked at: a run that sleeps the whole minute between looks ends up to a minute
 # after its last shard did.
 POLL_EVERY_S = 0.5
@@ -311,27 +322,15 @@ def shard_plan(repo: Path, results_dir: Path, machine: str, gpus: list[int]) -> 
 
 
 def box_shards(repo: Path, results_dir: Path, machine: str, requested: str) -> tuple[list[Shard], list[str]]:
-    """The shards for `--gpus` (a number, or 'all') over this box's GPUs, and every GPU's UUID in NVML's order;
-    HistoryError when the box cannot give them (no NVML, mixed models, fewer GPUs than asked for)."""
-    from ..measuring.telemetry import TelemetryUnavailable, box_gpus
-
+    """The shards for `--gpus` (a number, or 'all': every card this process may use, sgemm.measuring.cards, as the
+    gate's --gpus), each shard's GPU its CUDA index here, and every such card's UUID by that index; HistoryError when
+    the cards cannot give them (no NVML, mixed models, more asked for than this process may use)."""
     try:
-        found = box_gpus()
-        indices = identical_gpus([model for model, _ in found])
-    except (TelemetryUnavailable, ShardError) as exc:
+        cards = visible_cards()
+        chosen = choose(cards, requested)
+    except CardsError as exc:
         raise HistoryError(f"--gpus {requested}: {exc}") from exc
-    count = len(indices) if requested == "all" else int(requested)
-    if count > len(indices):
-        raise HistoryError(f"--gpus {count}: this box has {len(indices)}")
-    return shard_plan(repo, results_dir, machine, indices[:count]), [uuid for _, uuid in found]
-
-
-def _progress(log: Path, elapsed_s: float) -> str:
-    """Where a shard's `asv run` stands, read from its log as sgemm.history.progress reads a run it follows."""
-    state = RunState()
-    for line in log.read_text(errors="replace").splitlines():
-        state.read(line)
-    return state.line(elapsed_s)
+    return shard_plan(repo, results_dir, machine, [card.cuda_index for card in chosen]), [card.uuid for card in cards]
 
 
 def _shard_home(home: Path) -> dict[str, str]:
@@ -351,21 +350,59 @@ def _shard_home(home: Path) -> dict[str, str]:
             "XDG_CONFIG_HOME": os.environ.get("XDG_CONFIG_HOME", str(user / ".config"))}
 
 
-def _wait_for_shards(running: list[tuple[Shard, Path, subprocess.Popen]]) -> None:
-    """Until every shard's `asv run` has ended, with a line of where each stands every PROGRESS_EVERY_S."""
-    started = said = time.monotonic()
-    while any(process.poll() is None for _, _, process in running):
+@dataclass
+class _ShardRun:
+    """One shard's `asv run`, and what the history reads of it as it goes."""
+
+    shard: Shard
+    log: Path
+    process: subprocess.Popen
+    clock: RunClock
+    lines: Tail
+    measuring: Tail
+    ended_at: float | None = None
+
+    def follow(self, now: float) -> None:
+        if self.ended_at is None and self.process.poll() is not None:
+            self.ended_at = now
+        for line in self.lines.lines():
+            self.clock.read(line, now)
+        for text in self.measuring.lines():
+            self.clock.read_measuring(text, now)
+
+    def where(self) -> str:
+        clock = self.clock
+        if not clock.commit_number:
+            return f"GPU {self.shard.gpu} starting"
+        stage = f"{clock.phase.name} {clock.phase.done}/{clock.phase.total}" if clock.phase else (
+            "reading" if clock.measured_at is not None else "measuring")
+        return f"GPU {self.shard.gpu} {clock.percent:.0f}%, commit {clock.commit_number} of {clock.commits}, {stage}"
+
+
+def _wait_for_shards(running: list[_ShardRun], began: float, after_s: float) -> None:
+    """Until every shard's `asv run` has ended, reading each one's output as it comes; a line of where they stand
+    every PROGRESS_EVERY_S, with the time since `began` and the estimate: the slowest shard's time left, and
+    `after_s` for what follows."""
+    said = time.monotonic()
+    while any(shard.process.poll() is None for shard in running):
         time.sleep(POLL_EVERY_S)
-        if time.monotonic() - said < PROGRESS_EVERY_S:
+        now = time.monotonic()
+        for shard in running:
+            shard.follow(now)
+        if now - said < PROGRESS_EVERY_S:
             continue
-        said = time.monotonic()
-        elapsed = said - started
-        print("sgemm history: " + "; ".join(f"GPU {shard.gpu} {_progress(log, elapsed)}" for shard, log, _ in running),
-              file=sys.stderr)
+        said = now
+        left = max(shard.clock.left(now) for shard in running if shard.process.poll() is None) \
+            if any(shard.process.poll() is None for shard in running) else 0.0
+        print(f"sgemm history: {minutes(now - began)} so far, about {minutes(left + after_s)} left · "
+              + "; ".join(shard.where() for shard in running), file=sys.stderr, flush=True)
+    now = time.monotonic()
+    for shard in running:
+        shard.follow(now)
 
 
 def run_sharded(repo: Path, chosen: HistoryPlan, results_dir: Path, shards: list[Shard], uuids: list[str],
-                work_dir: Path) -> int:
+                work_dir: Path, began: float | None = None, after_s: float = 0.0) -> int:
     """One `asv run` per shard, all at once, each on its GPU alone (CUDA_VISIBLE_DEVICES by UUID) with its own
     environments, results and asv machine file under `work_dir`; then each commit's shard results joined into
     `results_dir`. Returns the worst asv exit status, or 1 when a shard recorded nothing of a commit (its log says
@@ -386,24 +423,33 @@ def run_sharded(repo: Path, chosen: HistoryPlan, results_dir: Path, shards: list
         command = _asv_run(chosen, hashes) + ["--config", str(config)]
         for pattern in case_patterns(list(shard.cases)) + (list(chosen.others) if shard is shards[0] else []):
             command += ["--bench", pattern]
-        log = folder / "asv.log"
-        env = dict(_asv_environment(list(shard.cases), reference), **_shard_home(folder / "home"),
-                   CUDA_VISIBLE_DEVICES=uuids[shard.gpu])
+        log, measuring = folder / "asv.log", folder / "measuring.jsonl"
+        measuring.unlink(missing_ok=True)  # only this run's reports
+        env = dict(_asv_environment(list(shard.cases), reference, measuring_progress=measuring),
+                   **_shard_home(folder / "home"), CUDA_VISIBLE_DEVICES=uuids[shard.gpu])
         with open(log, "w") as out:  # each in a group of its own, ended on Ctrl-C as follow_asv ends one
-            running.append((shard, log, subprocess.Popen(command, cwd=repo, env=env, stdout=out,
-                                                         stderr=subprocess.STDOUT, process_group=0)))
+            process = subprocess.Popen(command, cwd=repo, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                       process_group=0)
+        running.append(_ShardRun(shard, log, process, RunClock(len(shard.cases), pairing=reference is not None),
+                                 Tail(log), Tail(measuring)))
         print(f"sgemm history: GPU {shard.gpu}: {counted(len(shard.cases), 'case')}, about "
               f"{shard.seconds / 60:.0f} min a commit; asv's output in {log}", file=sys.stderr)
+    started = time.monotonic()
     try:
-        _wait_for_shards(running)
+        _wait_for_shards(running, started if began is None else began, after_s)
     except KeyboardInterrupt:
-        for _, _, process in running:
-            end_group(process)
+        for shard in running:
+            end_group(shard.process)
         raise
-    status = max(process.returncode for _, _, process in running)
+    ended = time.monotonic()
+    for shard in running:
+        stop = shard.ended_at or ended
+        print(f"sgemm history: GPU {shard.shard.gpu}: asv run exit {shard.process.returncode} after "
+              f"{minutes(stop - started)} ({describe_parts(shard.clock.parts(stop))})", file=sys.stderr)
+    status = max(shard.process.returncode for shard in running)
     for commit in chosen.commits:
         by_name: dict[str, list[Path]] = {}
-        for shard, log, _ in running:
+        for shard, log in ((each.shard, each.log) for each in running):
             files = sorted((work_dir / f"gpu-{shard.gpu}" / "results" / chosen.machine).glob(f"{commit[:8]}-*.json"))
             if not files:
                 print(f"sgemm history: GPU {shard.gpu} recorded nothing of {commit[:8]}: see {log}", file=sys.stderr)
@@ -416,4 +462,5 @@ def run_sharded(repo: Path, chosen: HistoryPlan, results_dir: Path, shards: list
     for name in ("benchmarks.json", f"{chosen.machine}/machine.json"):  # as the run of one GPU would leave them
         if (first / name).is_file():
             write_atomically(results_dir / name, (first / name).read_bytes())
+    print(f"sgemm history: the shards' results joined in {minutes(time.monotonic() - ended)}", file=sys.stderr)
     return status

@@ -43,6 +43,10 @@ CASES_VARIABLE = "SGEMM_RUN_CASES"
 # measured case is also timed paired against its build from there (CaseResult.reference).
 REFERENCE_VARIABLE = "SGEMM_REFERENCE_TREE"
 REFERENCE_COMMIT_FILE = "COMMIT"
+# A file the measuring process appends its progress to, a JSON line a case (sgemm.history reads it for its estimate
+# of the time left: asv counts benchmark processes, and this one process holds most of a commit's time):
+# {"phase": "timing" | "pairing" | "done", "done": cases, "total": cases, "seconds": since the process began}.
+MEASURING_PROGRESS_VARIABLE = "SGEMM_MEASURING_PROGRESS"
 # NVBench's options for the cases an asv run measures, in place of ASV_NVBENCH_ARGS.
 NVBENCH_ARGS_VARIABLE = "SGEMM_NVBENCH_ARGS"
 # NVBench's stopping rule there: 0.05 s of GPU time, or on until the noise is under 5%, 5 s at most. A history's steps
@@ -371,22 +375,39 @@ def time_against_reference(case: MeasuredCase, reference: Kernel, commit: str, r
             "seconds": time.monotonic() - started}
 
 
-def _time_over_reference(cases: list[MeasuredCase], results: dict, tree: Path, device: int) -> None:
+def _time_over_reference(cases: list[MeasuredCase], results: dict, tree: Path, device: int,
+                         paired: Callable[[int], None] = lambda done: None) -> None:
     """Each measured case paired in this process against its reference build, on the current device (the suite's
     processes see one GPU, device 0): CaseResult.reference. Each case's own build was checked against FP64 before
-    NVBench timed it."""
+    NVBench timed it. `paired(done)` is told after each case."""
     from .telemetry import CardReadings
 
     commit, builds = prepare_reference_builds(cases, tree, device)
     readings = CardReadings.of(device)
-    for case in cases:
+    for done, case in enumerate(cases, 1):
         result, reference = results[case.id], builds[case.id]
         if isinstance(result, BaseException):
-            continue
-        if isinstance(reference, str):
+            pass
+        elif isinstance(reference, str):
             result.reference = {"commit": commit, "missing": reference}
-            continue
-        result.reference = time_against_reference(case, reference, commit, readings)
+        else:
+            result.reference = time_against_reference(case, reference, commit, readings)
+        paired(done)
+
+
+def _progress_reporter(began: float) -> Callable[[str, int, int], None]:
+    """A function that appends where the measuring stands to the file MEASURING_PROGRESS_VARIABLE names (a line
+    written whole, so that a reader never sees half of one); one that does nothing where it names none."""
+    path = os.environ.get(MEASURING_PROGRESS_VARIABLE)
+
+    def report(phase: str, done: int, total: int) -> None:
+        if path:
+            line = json.dumps({"phase": phase, "done": done, "total": total,
+                               "seconds": round(time.monotonic() - began, 2)}) + "\n"
+            with open(path, "a") as out:
+                out.write(line)
+
+    return report
 
 
 def _spans(starts: dict[str, float], end: float) -> dict[str, float]:
@@ -417,18 +438,27 @@ def measure_group(run_dir: str | Path, cases: list[MeasuredCase], round_number: 
     from .ab import compile_ahead
 
     started = time.monotonic()
+    report = _progress_reporter(started)
+    report("timing", 0, len(runnable))
     compile_ahead([case.kernel for case in runnable], device)
     compiled = time.monotonic()
     nvbench_started: dict[str, float] = {}
     nvbench_args = os.environ.get(NVBENCH_ARGS_VARIABLE)
-    results = run_cases(runnable, device, progress=lambda index, case: nvbench_started.setdefault(case.id,
-                                                                                               time.monotonic()),
+
+    def timing(index: int, case: MeasuredCase) -> None:
+        nvbench_started.setdefault(case.id, time.monotonic())
+        report("timing", index, len(runnable))  # the cases before this one are timed
+
+    results = run_cases(runnable, device, progress=timing,
                         nvbench_args=tuple(shlex.split(nvbench_args)) if nvbench_args else ASV_NVBENCH_ARGS)
     timed = time.monotonic()
     nvbench_s = _spans(nvbench_started, timed)
     tree = os.environ.get(REFERENCE_VARIABLE)
     if tree:
-        _time_over_reference(runnable, results, Path(tree), device)
+        report("pairing", 0, len(runnable))
+        _time_over_reference(runnable, results, Path(tree), device,
+                             lambda done: report("pairing", done, len(runnable)))
+    report("done", len(runnable), len(runnable))
     # Where a commit's time goes, in asv's log: this process holds the GPU work of the whole run.
     print(f"round {round_number}: {len(runnable)} cases: compiled in {compiled - started:.0f} s, timed with NVBench "
           f"in {timed - compiled:.0f} s" + (f", paired against the reference in {time.monotonic() - timed:.0f} s"

@@ -209,6 +209,59 @@ def _pooled(squares: float, dof: int, noise: Noise | None) -> tuple[float, int, 
     return math.sqrt((squares + (noise.sd ** 2 * noise.df if noise else 0.0)) / total), total, noise_df
 
 
+def pooled_noise(groups: list[list[float]], resolution: float, *more: Noise | None,
+                 winsorize_sd: float = 0.0) -> Noise | None:
+    """One spread from several groups of log figures of one case, box and setting (each group about its own mean,
+    as a commit's rounds of a bisect) and any further entries (a noise file's), pooled by degrees of freedom; None
+    when nothing gives one. `winsorize_sd` (when above 0): each figure further than that many robust sds (from the
+    median absolute deviation of every group about its median) from its group's median is pulled in to that
+    distance first, so that an outlier round does not inflate the spread."""
+    groups = [list(values) for values in groups if len(values) >= 2]
+    if winsorize_sd > 0 and groups:
+        deviations = [abs(v - median(values)) for values in groups for v in values]
+        scale = 1.4826 * median([d for d in deviations if d > 0] or [0.0])
+        if scale > 0:
+            reach = winsorize_sd * scale
+            groups = [[min(max(v, median(values) - reach), median(values) + reach) for v in values]
+                      for values in groups]
+    squares, dof = 0.0, 0
+    for values in groups:
+        group_squares, group_dof = _floored_variance(values, resolution)
+        squares, dof = squares + group_squares, dof + group_dof
+    for entry in more:
+        if entry is not None:
+            squares, dof = squares + entry.sd ** 2 * entry.df, dof + entry.df
+    if dof == 0:
+        return None
+    return Noise(max(math.sqrt(squares / dof), resolution / math.sqrt(12)), dof)
+
+
+def wider_than(own: Noise, pool: Noise, level: float) -> bool:
+    """Whether the spread `own` is wider than `pool` at confidence `level` (an F test): rounds that contradict a
+    pooled spread so are judged on their own."""
+    from scipy import special
+
+    return (own.sd / pool.sd) ** 2 > float(special.fdtri(own.df, pool.df, level))
+
+
+def spread_bound(noise: Noise, level: float) -> float:
+    """An upper confidence bound, at `level`, of the sd that `noise` estimates with its degrees of freedom (the
+    chi-square interval): a test that takes the sd as known takes this rather than the estimate."""
+    from scipy import special
+
+    return noise.sd * math.sqrt(noise.df / float(special.chdtri(noise.df, level)))
+
+
+def log_likelihood_ratio(log_ratios: list[float], log_step: float, sd: float, clip_sd: float) -> float:
+    """log of how much likelier the rounds' log ratios are from a build `log_step` off its comparison (the bad end's
+    step) than from one equal to it, each normal with `sd`; each round's distance from half the step is clipped at
+    half the step plus `clip_sd` sds, so that no one round (an outlier) decides by itself (a Huber-type sequential
+    probability ratio test)."""
+    half = log_step / 2
+    clip = abs(half) + clip_sd * sd
+    return log_step / sd ** 2 * sum(min(max(value - half, -clip), clip) for value in log_ratios)
+
+
 def paired_effect(rounds: PairedRounds, noise: Noise | None = None) -> Effect:
     """One-sample t on the logs of the round ratios."""
     logs = rounds.log_ratios

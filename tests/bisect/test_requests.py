@@ -246,3 +246,20 @@ def test_confirm_leaves_out_a_notice_it_cannot_use_and_says_so(history, tmp_path
     assert status == 1 and "is not a commit" in captured.out + captured.err
     records = json.loads((tmp_path / "results" / "gpu-box" / "confirmations.json").read_text())["confirmations"]
     assert len(records) == 1 and records[0]["bad"] == history.commits[-1]
+
+
+def test_the_noise_files_entry_is_taken_only_where_its_rounds_were_timed_as_bisects(tmp_path):
+    from dataclasses import asdict
+
+    from sgemm.bisect.requests import noise_entry
+    from sgemm.rounds.session import ROUND_SETTINGS
+
+    (tmp_path / "noise").mkdir()
+    path = tmp_path / "noise" / "box.json"
+    entry = {"paired": {"fp32/warptile 4096x4096x4096": {"sd": 0.002, "df": 12}}}
+    path.write_text(json.dumps(entry | {"paired_round": asdict(ROUND_SETTINGS)}))
+    noise, _ = noise_entry(tmp_path, "box", "fp32/warptile", 4096)
+    assert noise.sd == 0.002 and noise.df == 12
+    path.write_text(json.dumps(entry | {"paired_round": {"max_s": 12.0}}))
+    assert noise_entry(tmp_path, "box", "fp32/warptile", 4096)[0] is None
+    assert noise_entry(tmp_path, "other", "fp32/warptile", 4096) == (None, f"no noise file {tmp_path}/noise/other.json")

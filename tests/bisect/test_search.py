@@ -179,3 +179,18 @@ def test_the_bad_end_that_cannot_be_timed_stops_the_bisect(make_history, fake_bu
     fake = fake_builds({}, {history.commits[-1]: "missing: head has no kernel fp32/warptile"})
     with pytest.raises(BisectError, match="bad end .* cannot be timed"):
         run(history, fake, tmp_path / "state.json")
+
+
+def test_the_pooled_rule_decides_where_each_commits_own_rounds_left_it_unknown(make_history, fake_builds, tmp_path):
+    """A noisy case (0.3% a round) and a 1% step: judged on its own three to five rounds a candidate stays UNKNOWN;
+    with the spread pooled over the bisect's commits the same rounds decide it."""
+    history = make_history(16)
+    schedule = CompareSchedule(max_rounds=5)
+    found = {}
+    for pooled in (False, True):
+        fake = fake_builds(stepped(history, 11), noise=0.003, seed=4)
+        result, _ = run(history, fake, tmp_path / f"state-{pooled}.json", Limits(schedule=schedule, pooled=pooled))
+        found[pooled] = result
+    assert found[False]["verdict"] == UNKNOWN
+    assert found[True]["verdict"] == FOUND and found[True]["first_bad"] == history.commits[11]
+    assert found[True]["spread"].startswith("pooled")

@@ -313,20 +313,30 @@ def test_two_shards_run_at_once_and_join_into_the_run_of_one_gpu(two_gpu_results
                for gpu in (0, 1))
 
 
-@pytest.mark.parametrize("gpus, requested, expected", [
-    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b")], "all", [0, 1]),
-    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b")], "1", [0]),
-    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b")], "3", "--gpus 3: this box has 2"),
-    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H100 80GB HBM3", "GPU-b")], "all", "--gpus all: the GPUs of this box are not"),
+@pytest.mark.parametrize("gpus, visible, requested, expected", [
+    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b")], None, "all", [0, 1]),
+    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b")], None, "1", [0]),
+    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b")], None, "3", "--gpus 3: this process may use 2 GPUs, not 3"),
+    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H100 80GB HBM3", "GPU-b")], None, "all", "--gpus all: the GPUs are not one"),
+    # 'all' is the cards this process may use, as the gate's --gpus: CUDA_VISIBLE_DEVICES where it is set
+    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b"), ("NVIDIA H200", "GPU-c")], "2,1", "all", [0, 1]),
+    ([("NVIDIA H200", "GPU-a"), ("NVIDIA H200", "GPU-b"), ("NVIDIA H200", "GPU-c")], "2", "2",
+     "--gpus 2: this process may use 1 GPU (CUDA_VISIBLE_DEVICES=2), not 2"),
 ])
-def test_the_shards_of_a_box_are_over_identical_gpus_it_has(repo, tmp_path, monkeypatch, gpus, requested, expected):
+def test_the_shards_are_over_the_cards_this_process_may_use(repo, tmp_path, monkeypatch, gpus, visible, requested,
+                                                           expected):
     from sgemm.measuring import telemetry
 
     monkeypatch.setattr(telemetry, "box_gpus", lambda: gpus)
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     if isinstance(expected, str):
         with pytest.raises(run.HistoryError, match=re.escape(expected)):
             run.box_shards(repo, tmp_path / "results", "box", requested)
         return
     shards, uuids = run.box_shards(repo, tmp_path / "results", "box", requested)
-    assert [shard.gpu for shard in shards] == expected and uuids == ["GPU-a", "GPU-b"]
+    cards = {None: ["GPU-a", "GPU-b"], "2,1": ["GPU-c", "GPU-b"]}[visible]
+    assert [shard.gpu for shard in shards] == expected and uuids == cards
     assert sum(len(shard.cases) for shard in shards) == len(run.suite_cases(ROOT))

@@ -1,0 +1,143 @@
+"""How long one `asv run` of the history has left, from what asv said so far (its commits and its percent) and what
+the measuring process reports of itself (sgemm.measuring.record.MEASURING_PROGRESS_VARIABLE: cases done of cases
+planned, in its two phases), each read with the time it was read at.
+
+asv's percent counts benchmark processes, and the first of a commit measures every case while the other ~3,000 only
+read what it filed: a percent-based estimate is wrong by up to 60x. So a commit is taken as three parts:
+- the measuring: cases timed by NVBench, then each paired against its reference build; a phase under way is
+  extrapolated from its own cases so far, a phase not begun from a prior cost a case (PRIOR_TIMING_S, PRIOR_PAIRING_S);
+- the readers, the commit's other benchmark processes: extrapolated from asv's percent since the measuring ended, or
+  a prior cost a process (PRIOR_READER_S) before that;
+- and the commits after it, each as long as the last whole commit took (or as this one will, before one has ended).
+The priors come from lab/2026-11-27-history-pairing; each is replaced by what this run measures as soon as it can be.
+What the history does after asv (joining shards, the site) is its caller's to add.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+PRIOR_TIMING_S = 0.15  # NVBench's part of a case
+PRIOR_PAIRING_S = 0.6  # a case paired against its reference build
+PRIOR_READER_S = 0.015  # a benchmark process that reads what the measuring filed
+MIN_READ_SHARE = 0.02  # of a commit's benchmarks read, before their own rate replaces the prior
+TIMING, PAIRING, DONE = "timing", "pairing", "done"
+
+TOTAL = re.compile(r"Running (\d+) total benchmarks \((\d+) commits")
+PERCENT = re.compile(r"^\[\s*(\d+(?:\.\d+)?)%\]")
+COMMIT = re.compile(r"· For \S+ commit ([0-9a-f]{7,40})")
+# asv's own words as a run goes from one part to the next: the environment first (a virtualenv created and its
+# requirements installed), the project built and the suite discovered, then the benchmarks.
+ENVIRONMENT = re.compile(r"Creating virtualenv for |Creating environments")
+DISCOVERY = re.compile(r"· Discovering benchmarks")
+
+
+@dataclass
+class MeasuringPhase:
+    name: str
+    total: int
+    started_at: float
+    done: int = 0
+    updated_at: float = 0.0
+
+
+@dataclass
+class RunClock:
+    """What one `asv run` said and when: feed it asv's lines and the measuring's records as they come (`now` on one
+    clock), ask it `left(now)`. `cases`: the cases the run measures a commit; `pairing`: whether each is also paired
+    against a reference build."""
+
+    cases: int
+    pairing: bool = True
+    started_at: float = 0.0
+    commits: int = 0
+    benchmarks: int = 0
+    percent: float = 0.0
+    commit_number: int = 0
+    commit_started: list[float] = field(default_factory=list)  # when each commit began
+    marks: dict[str, float] = field(default_factory=dict)  # when each part of the run was first seen
+    phase: MeasuringPhase | None = None
+    measured_at: float | None = None  # when this commit's measuring ended
+    measured_percent: float = 0.0
+
+    def read(self, line: str, now: float) -> None:
+        """One line of asv's output."""
+        if ENVIRONMENT.search(line):
+            self.marks.setdefault("environment", now)
+        if DISCOVERY.search(line):
+            self.marks.setdefault("discovery", now)
+        if found := TOTAL.search(line):
+            self.benchmarks, self.commits = int(found.group(1)), int(found.group(2))
+            self.marks.setdefault("benchmarks", now)
+        if found := PERCENT.match(line):
+            self.percent = float(found.group(1))
+        if COMMIT.search(line):
+            self.commit_number += 1
+            self.commit_started.append(now)
+            self.phase, self.measured_at = None, None
+            self.marks.setdefault("benchmarks", now)
+
+    def read_measuring(self, text: str, now: float) -> bool:
+        """One line of the measuring's progress file; whether it was one (a line cut short is not)."""
+        try:
+            record = json.loads(text)
+            name, done, total = str(record["phase"]), int(record["done"]), int(record["total"])
+        except (ValueError, KeyError, TypeError):
+            return False
+        if name == DONE:
+            self.phase, self.measured_at, self.measured_percent = None, now, self.percent
+            return True
+        if self.phase is None or self.phase.name != name:
+            self.phase = MeasuringPhase(name, total, now)
+            self.measured_at = None
+        self.phase.done, self.phase.updated_at = done, now
+        return True
+
+    def _measuring_left(self, now: float) -> float:
+        """The measuring's time left in this commit, or all of it when it has not begun."""
+        pairing = self.cases * PRIOR_PAIRING_S if self.pairing else 0.0
+        phase = self.phase
+        if self.measured_at is not None:
+            return 0.0
+        if phase is None:
+            return self.cases * PRIOR_TIMING_S + pairing
+        prior = PRIOR_TIMING_S if phase.name == TIMING else PRIOR_PAIRING_S
+        each = (now - phase.started_at) / phase.done if phase.done else prior
+        left = max(phase.total - phase.done, 0) * each
+        return left + (pairing if phase.name == TIMING else 0.0)
+
+    def _readers_left(self, now: float) -> float:
+        """The time left for this commit's other benchmark processes."""
+        per_commit = self.benchmarks / self.commits if self.commits else 0.0
+        if not per_commit:
+            return 0.0
+        end_percent = 100 * max(self.commit_number, 1) / self.commits
+        left_share = max(end_percent - self.percent, 0.0) / 100  # of the whole run's benchmarks
+        if self.measured_at is not None:
+            read = (self.percent - self.measured_percent) / 100 * self.benchmarks
+            if read >= MIN_READ_SHARE * per_commit:
+                return left_share * self.benchmarks * (now - self.measured_at) / read
+            return left_share * self.benchmarks * PRIOR_READER_S
+        return max(per_commit - 1, 0.0) * PRIOR_READER_S
+
+    def left(self, now: float) -> float:
+        """Seconds the run has left, as far as can be told now."""
+        commits = self.commits or 1
+        this_left = self._measuring_left(now) + self._readers_left(now)
+        if self.commit_number >= 2:  # the last whole commit: when the one before this began to when this did
+            each = self.commit_started[-1] - self.commit_started[-2]
+        elif self.commit_number == 1:
+            each = now - self.commit_started[0] + this_left
+        else:
+            each = this_left
+        later = max(commits - max(self.commit_number, 1), 0)
+        return this_left + later * each
+
+    def parts(self, now: float) -> dict[str, float]:
+        """How long each part of the run took so far: the environment (virtualenv and requirements), the project's
+        build and the suite's discovery, and the benchmarks."""
+        order = [(name, self.marks[name]) for name in ("environment", "discovery", "benchmarks") if name in self.marks]
+        ends = [when for _, when in order[1:]] + [now]
+        return {name: end - start for (name, start), end in zip(order, ends)}
