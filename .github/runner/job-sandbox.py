@@ -2,7 +2,8 @@
 """Runs what executes a pull request's content (a round's process, a launch probe, asv's builds and benchmarks, the
 history's commands) inside bubblewrap, as the runner's own user, with no sudo and no root at job time:
 
-  job-sandbox [--ro PATH]... [--rw PATH]... [--gpu N|all]... [--env NAME=VALUE]... [--cwd PATH] -- COMMAND [ARG]...
+  job-sandbox [--ro PATH]... [--rw PATH]... [--gpu N|all]... [--env NAME=VALUE]... [--machine-file PATH]
+              [--cwd PATH] -- COMMAND [ARG]...
 
 Inside: new user, PID, IPC, network, UTS and cgroup namespaces, no capabilities, no new privileges (bwrap sets
 them) and no further user namespaces; the root file system's /usr and a few files of /etc read-only; a fresh /proc
@@ -38,9 +39,8 @@ from pathlib import Path
 
 SETTINGS = Path("/etc/sgemm-runner/sandbox.json")
 MIN_VERSION = (0, 8, 0)  # --disable-userns came with 0.8.0
-ALLOWED_ENV = {"SGEMM_CUDA_SITE", "SGEMM_CUDA_EXTRA", "SGEMM_JOB_MARK", "BASE_SHA", "HEAD_SHA", "RANGE_INPUT",
-               "LANG", "PYTHONPATH", "ASV_PYTHONPATH", "SGEMM_ROUND_EVENTS", "SGEMM_NVBENCH_ARGS", "SGEMM_CASES",
-               "PATH_PREFIX"}
+ALLOWED_ENV = {"SGEMM_CUDA_SITE", "SGEMM_CUDA_EXTRA", "BASE_SHA", "HEAD_SHA", "RANGE_INPUT", "LANG",
+               "SGEMM_CASE_EVENTS", "SGEMM_NVBENCH_ARGS", "SGEMM_RUN_CASES", "PATH_PREFIX"}
 ETC = ("passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives",
        "ssl", "ca-certificates", "localtime", "os-release", "nvidia", "OpenCL", "vulkan", "gitconfig")
 GPU_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "nvidia-caps")
@@ -112,7 +112,7 @@ def parse(argv: list, settings: dict) -> dict:
                       "[--cwd PATH] -- COMMAND [ARG]...")
     split = argv.index("--")
     given, command = argv[:split], argv[split + 1:]
-    job = {"ro": [], "rw": [], "gpus": [], "env": {}, "cwd": None, "command": command}
+    job = {"ro": [], "rw": [], "gpus": [], "env": {}, "cwd": None, "machine": None, "command": command}
     if len(given) % 2:
         raise Refused(f"{given[-1]}: an option without its value")
     for option, value in zip(given[::2], given[1::2]):
@@ -127,6 +127,8 @@ def parse(argv: list, settings: dict) -> dict:
             if name not in ALLOWED_ENV:
                 raise Refused(f"--env {name}: only {', '.join(sorted(ALLOWED_ENV))} reach the job")
             job["env"][name] = text
+        elif option == "--machine-file":  # asv's ~/.asv-machine.json, read-only in the fresh HOME
+            job["machine"] = given_path(value, settings["forbidden"])
         elif option == "--cwd":
             job["cwd"] = value
         else:
@@ -191,6 +193,8 @@ def bwrap_argv(job: dict, settings: dict) -> list:
         args += ["--ro-bind", str(path), str(path)]
     for path in job["rw"]:
         args += ["--bind", str(path), str(path)]
+    if job["machine"]:
+        args += ["--ro-bind", str(job["machine"]), f"{HOME}/.asv-machine.json"]
     args += ["--clearenv"]
     for name, value in sorted(environment(job, settings).items()):
         args += ["--setenv", name, value]
