@@ -138,9 +138,10 @@ def add(file: str, after: str, lines: str, *checks: str) -> tuple:
 
 
 REPORT_RUN = "        run: |\n          code=$(head -c 8"
-LAUNCHED_GATE = ('sudo -n /usr/local/libexec/sgemm-runner/job-launch "$JOB_DIR"'
-                 ' --env "SGEMM_CUDA_SITE=$SGEMM_CUDA_SITE"'
-                 ' -- \\\n            sgemm gate')
+LAUNCHED_GATE = "SGEMM_SANDBOX=/usr/local/libexec/sgemm-runner/job-sandbox sgemm gate"
+GATE_IF = ("cpu-check]\n    if: >-\n      github.event.action == 'labeled' && github.event.label.name == "
+           "'gpu-gate-approved'\n      && needs.cpu-check.outputs.gpu_needed != 'false'\n")
+SANDBOXED_HISTORY = "          sandboxed sgemm history --results"
 REVIEW_STEP_HEAD = "HEAD_SHA: ${{ github.event.pull_request.head.sha }}\n        # A review records"
 HISTORY_GPU_PERMISSIONS = "    permissions:\n      contents: read  # check out main and the results branch\n"
 
@@ -175,7 +176,7 @@ jobs:
 MUTATIONS = {
     # the issue's attacks
     "fork edits the gate's if": edit(GATE, "  pull_request_target:\n", "  pull_request:\n", "runners"),
-    "gate without the label condition": edit(GATE, f"approve\n    if: {APPROVAL_IF}\n", "approve\n", "runners"),
+    "gate without the label condition": edit(GATE, GATE_IF, "cpu-check]\n", "runners"),
     "label runs the branch's head": edit(GATE, "head.sha }}\n          path: pr", "head.ref }}\n          path: pr",
                                          "runners"),
     "a: toJSON(github) in a GPU job": add(GATE, "BASE_SHA: ${{ github.event.pull_request.base.sha }}\n",
@@ -203,7 +204,8 @@ MUTATIONS = {
     "report posted as it is": edit(GATE, r"""printf '%s\n%s\n%s\n' "$fence" "$text" "$fence" """,
                                    r"""printf '%s\n' "$text" """, "report"),
     "report in a fence it can close": edit(GATE, "$(( longest < 3 ? 3 : longest + 1 ))", "3", "report"),
-    "no check of who approved": edit(GATE, "    needs: approve\n", "", "runners"),
+    "no check of who approved": edit(GATE, "    needs: [approve, cpu-check]\n", "    needs: [cpu-check]\n",
+                                     "runners"),
     "CI on a GPU box": edit(CI, "runs-on: ubuntu-latest", "runs-on: [self-hosted, linux, gpu, gpu-trusted]", "runners"),
     "history on the untrusted label": edit(HISTORY, "gpu, gpu-trusted,", "gpu, gpu-untrusted,", "runners"),
     "gate's processes left running": edit(GATE, "        shell: setsid --wait bash --noprofile --norc -euo pipefail "
@@ -281,8 +283,8 @@ MUTATIONS = {
     "CI on a runner named by an expression": edit(CI, "runs-on: ubuntu-latest", "runs-on: ${{ github.event.pull_"
                                                   "request.title }}", "runners"),
     "the gate on both GPU labels": edit(GATE, "gpu, gpu-untrusted]", "gpu, gpu-untrusted, gpu-trusted]", "runners"),
-    "the gate on any approval, not the label's event": edit(GATE, f"approve\n    if: {APPROVAL_IF}\n",
-                                                            "approve\n    if: always()\n", "runners"),
+    "the gate on any approval, not the label's event": edit(GATE, GATE_IF, "cpu-check]\n    if: always()\n",
+                                                            "runners"),
     "the approval passes every role": edit(
         GATE, """*) echo "::error::$SENDER ($permission) cannot approve the GPU gate"; exit 1 ;;""",
         """*) echo "approved by $SENDER" ;;""", "approval"),
@@ -364,10 +366,38 @@ MUTATIONS = {
                                        'again"\n            exit 0', "approval", "review"),
     "the review check deleted": edit(GATE, between(GATE, "      - name: The label's author approved this very",
                                                    "  gate:\n"), "\n", "approval"),
-    # the pull request's content run as the job user, through the runner's launcher (tests/ci/test_job_launch.py)
-    "the gate run without the launcher": edit(GATE, LAUNCHED_GATE, "sgemm gate", "runners"),
-    "the launcher taken from the checkout": edit(GATE, "sudo -n /usr/local/libexec/sgemm-runner/job-launch",
-                                                 "sudo -n base/.github/runner/job-launch.py", "runners"),
+    # the pull request's content run in the runner's sandbox (tests/ci/test_job_sandbox.py)
+    "the gate run without the sandbox": edit(GATE, LAUNCHED_GATE, "sgemm gate", "runners", "sandboxed"),
+    "the sandbox taken from the checkout": edit(GATE, "SGEMM_SANDBOX=/usr/local/libexec/sgemm-runner/job-sandbox",
+                                                "SGEMM_SANDBOX=base/.github/runner/job-sandbox.py", "runners",
+                                                "sandboxed"),
+    "the gate on one card, the others unbound": edit(GATE, " --gpus all ", " ", "sandboxed"),
+    "the old launcher back, through sudo": edit(GATE, LAUNCHED_GATE, "sudo -n /usr/local/libexec/sgemm-runner/"
+                                                "job-launch \"$JOB_DIR\" -- sgemm gate", "runners", "sandboxed"),
+    "the history's benchmarks outside the sandbox": edit(HISTORY, SANDBOXED_HISTORY,
+                                                         "          sgemm history --results", "sandboxed"),
+    "the history's backfill outside the sandbox": edit(HISTORY, "          sandboxed asv --config",
+                                                       "          asv --config", "sandboxed"),
+    "the history's sandbox falls back to running bare": edit(HISTORY, '--cwd "$GITHUB_WORKSPACE" -- "$@"\n',
+                                                             '--cwd "$GITHUB_WORKSPACE" -- "$@" || "$@"\n',
+                                                             "sandboxed"),
+    "the history's sandbox without the cards": edit(HISTORY, '\\\n              --gpu all --machine-file',
+                                                    '\\\n              --machine-file', "sandboxed"),
+    "the history run as root": edit(HISTORY, "          sandboxed sgemm history", "          sudo sgemm history",
+                                    "sandboxed"),
+    # the gate's CPU job: hosted, read-only, failing towards the GPU
+    "the CPU check on the GPU box": edit(GATE, "    runs-on: ubuntu-latest\n    permissions:\n      contents: read\n"
+                                         "    timeout-minutes: 30", "    runs-on: [self-hosted, linux, gpu, "
+                                         "gpu-untrusted]\n    permissions:\n      contents: read\n"
+                                         "    timeout-minutes: 30", "cpu check", "runners"),
+    "the CPU check may write": edit(GATE, "    permissions:\n      contents: read\n    timeout-minutes: 30",
+                                    "    permissions:\n      contents: write\n    timeout-minutes: 30",
+                                    "cpu check", "code only through checkout"),
+    "a CPU check that could not answer skips the GPU": edit(GATE, "2>/dev/null || echo true)",
+                                                            "2>/dev/null || echo false)", "cpu check"),
+    "the GPU skipped unless the CPU check says true": edit(GATE, "&& needs.cpu-check.outputs.gpu_needed != 'false'",
+                                                          "&& needs.cpu-check.outputs.gpu_needed == 'true'",
+                                                          "cpu check", "runners"),
     "a dry run of the gate outside the launcher": add(GATE, '          echo "comparing $merge_base',
                                                       ' > /dev/null; sgemm gate "$merge_base" "$HEAD_SHA" --repo pr '
                                                       '--dry-run\n          echo "again', "runners"),
