@@ -37,7 +37,7 @@ import time
 import uuid
 from pathlib import Path
 
-SETTINGS = Path("/etc/sgemm-runner/sandbox.json")
+SETTINGS = Path("@SETTINGS@")  # /etc/sgemm-runner/sandbox.json, written in by install-hook.sh
 MIN_VERSION = (0, 8, 0)  # --disable-userns came with 0.8.0
 ALLOWED_ENV = {"SGEMM_CUDA_SITE", "SGEMM_CUDA_EXTRA", "BASE_SHA", "HEAD_SHA", "RANGE_INPUT", "LANG",
                "SGEMM_CASE_EVENTS", "SGEMM_NVBENCH_ARGS", "SGEMM_RUN_CASES", "PATH_PREFIX"}
