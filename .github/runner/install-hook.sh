@@ -29,6 +29,16 @@ runner_group=$(stat -c %G "$runner_dir/run.sh")
 [ "$runner_group" != root ] || { echo "install-hook.sh: $runner_dir belongs to root: a runner never runs as root" >&2
                                  exit 2; }
 
+# bwrap must work for the runner's user: Debian 12 lets any user make a user namespace; Ubuntu 24.04 restricts
+# them through AppArmor, and needs the profile for bwrap that docs/ci-security.md gives.
+bwrap=$(command -v bwrap) || { echo "install-hook.sh: bubblewrap is not installed (apt-get install bubblewrap)" >&2
+                               exit 2; }
+runner_user=$(stat -c %U "$runner_dir/run.sh")
+runner_uid=$(id -u "$runner_user")
+probe=(runuser -u "$runner_user" -- "$bwrap" --unshare-user --unshare-pid --ro-bind / / -- /bin/true)
+"${probe[@]}" 2> /dev/null || { echo "install-hook.sh: $runner_user cannot make a user namespace with $bwrap" \
+    "(Ubuntu 24.04: install the AppArmor profile in docs/ci-security.md)" >&2; exit 2; }
+
 here=$(cd "$(dirname "$0")" && pwd)
 root=${SGEMM_INSTALL_ROOT:-}  # a prefix for every system path, for the installer's own test
 libexec=$root/usr/local/libexec/sgemm-runner
@@ -46,15 +56,6 @@ chown root:root "$libexec/job-cleanup.py.new" && chmod 755 "$libexec/job-cleanup
 mv "$libexec/job-cleanup.py.new" "$libexec/job-cleanup.py"
 
 # The sandbox: job-sandbox (root-owned, run by the runner's user; no sudo rule, no job user) and its settings.
-# bwrap must work for the runner's user: Debian 12 lets any user make a user namespace; Ubuntu 24.04 restricts
-# them through AppArmor, and needs the profile for bwrap that docs/ci-security.md gives.
-bwrap=$(command -v bwrap) || { echo "install-hook.sh: bubblewrap is not installed (apt-get install bubblewrap)" >&2
-                               exit 2; }
-runner_user=$(stat -c %U "$runner_dir/run.sh")
-runner_uid=$(id -u "$runner_user")
-probe=(runuser -u "$runner_user" -- "$bwrap" --unshare-user --unshare-pid --ro-bind / / -- /bin/true)
-"${probe[@]}" 2> /dev/null || { echo "install-hook.sh: $runner_user cannot make a user namespace with $bwrap" \
-    "(Ubuntu 24.04: install the AppArmor profile in docs/ci-security.md)" >&2; exit 2; }
 # The job's cgroup: below the runner user's own delegated one (the runner as a systemd --user service, with
 # lingering), unless SGEMM_JOB_CGROUP names another the runner's user may write (a system service with
 # Delegate=memory pids and DelegateSubgroup=runner gives /sys/fs/cgroup/system.slice/UNIT).
