@@ -49,7 +49,8 @@ def report_problems(text: str, tmp: Path) -> list[str]:
     """Run the gate's report step on an artifact that names another PR and commit, with a hostile report."""
     step = next(s for s in load(text)["jobs"]["report"]["steps"] if "run" in s)
     for path, content in {"artifact/exit-code": "1\n", "artifact/gate-report.md": HOSTILE_REPORT, "bin/gh": FAKE_GH,
-                          "artifact/pr-number": "8\n", "artifact/head-sha": "b" * 40 + "\n"}.items():
+                          "artifact/pr-number": "8\n", "artifact/head-sha": "b" * 40 + "\n",
+                          "artifact/target": "repos/evil/x/statuses/" + "c" * 40 + "\n"}.items():
         (tmp / path).parent.mkdir(exist_ok=True)
         (tmp / path).write_text(content)
     (tmp / "bin" / "gh").chmod(0o755)
@@ -386,6 +387,28 @@ MUTATIONS = {
                                                     '\\\n              --machine-file', "sandboxed"),
     "the history run as root": edit(HISTORY, "          sandboxed sgemm history", "          sudo sgemm history",
                                     "sandboxed"),
+    # the review's test gaps (L6)
+    "N8: the status target read from the artifact's file target": edit(GATE, '          gh api --method POST '
+                                                                       '"repos/$GITHUB_REPOSITORY/statuses/$HEAD_SHA"',
+                                                                       '          gh api --method POST "$(cat '
+                                                                       '"$ARTIFACT_DIR/target")"', "report"),
+    "N21v2: revoke only echoes the label path": edit(GATE, 'run: gh api --method DELETE "repos/$GITHUB_REPOSITORY/issues'
+                                                     '/$PR_NUMBER/labels/gpu-gate-approved" --silent',
+                                                     'run: echo "repos/$GITHUB_REPOSITORY/issues/$PR_NUMBER/labels/gpu'
+                                                     '-gate-approved"', "approval"),
+    "L4: a retargeted base no longer revokes": edit(GATE, "reopened, edited]", "reopened]", "approval"),
+    "W8: a pinned third-party action in the report job": add(
+        GATE, "          path: ${{ runner.temp }}/gate-artifact\n",
+        "\n      - uses: someone/notify@0123456789abcdef0123456789abcdef01234567\n", "write token"),
+    "W9v2: a later step appends to the runner's env file by path": add(
+        GATE, "          retention-days: 7\n          if-no-files-found: warn\n",
+        "\n      - if: always()\n        run: cat \"$RUNNER_TEMP/sgemm-job/report/env\" >> "
+        "\"$RUNNER_TEMP\"/_runner_file_commands/set_env_*\n", "untrusted data"),
+    "W10v2: the head's submodules and LFS": edit(GATE, "          path: pr\n          fetch-depth: 0\n",
+                                                 "          path: pr\n          fetch-depth: 0\n          submodules: "
+                                                 "recursive\n          lfs: true\n", "code only through checkout"),
+    "W14: the whole job folder uploaded": edit(GATE, "path: ${{ runner.temp }}/sgemm-job/report/\n",
+                                               "path: ${{ runner.temp }}/sgemm-job/\n", "sandboxed"),
     # W11: a second GPU job in the gate's file, no longer hidden by a file-wide suppression
     "a second GPU job in gpu-gate.yml": add(GATE, "jobs:\n", "  second:\n    runs-on: [self-hosted, linux, gpu]\n"
                                             "    timeout-minutes: 5\n    steps:\n      - run: echo hi\n",

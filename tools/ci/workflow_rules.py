@@ -185,7 +185,10 @@ def rule_code_only_through_checkout(workflow: dict) -> list[str]:
                if uses(step) and uses(step) not in GPU_JOB_ACTIONS]
     writers = {name for name, job in workflow["jobs"].items()
                if "gpu-untrusted" not in runner_labels(job) and may_write(job, workflow)}
-    return foreign + ([f"{name}: {step.get('name')!r} fetches code itself ({match.group()})"
+    extra = [f"{name}: checks out {key} of the pull request, fetched from where its files say" for name, step in
+             steps(workflow) if uses(step) == "actions/checkout" and events(workflow) & PR_EVENTS
+             for key in ("submodules", "lfs") if str(step.get("with", {}).get(key, "false")).lower() != "false"]
+    return foreign + extra + ([f"{name}: {step.get('name')!r} fetches code itself ({match.group()})"
              for name, step in steps(workflow) if (match := FETCHES.search(step.get("run", "")))]
             + [f"{name}: checks out code beside a token that may write" for name, step in steps(workflow)
                if privileged and name in writers and uses(step) == "actions/checkout"])
@@ -208,6 +211,11 @@ def rule_sandboxed(workflow: dict) -> list[str]:
         for step in job["steps"]:
             if re.search(r"\bsudo\b|\bjob-launch\b", step.get("run", "")):
                 problems.append(f"{name}: {step.get('name')!r} runs something as root (sudo): the sandbox needs none")
+        for step in job["steps"]:
+            path = str(step.get("with", {}).get("path", ""))
+            if uses(step) == "actions/upload-artifact" and "gpu-untrusted" in runner_labels(job) and \
+                    path.rstrip("/") != "${{ runner.temp }}/sgemm-job/report":
+                problems.append(f"{name}: uploads {path}, not the judge's report folder alone")
         main = next((step for step in job["steps"] if step.get("id") == "main"), {})
         script = re.sub(r"\\\n\s*", " ", main.get("run", ""))
         if "gpu-untrusted" in runner_labels(job):
@@ -263,7 +271,8 @@ def rule_untrusted_data(workflow: dict) -> list[str]:
     problems, downloaded = [], {}
     for name, step in steps(workflow):
         script = step.get("run", "")
-        if events(workflow) & PR_EVENTS and re.search(r"GITHUB_ENV|GITHUB_PATH", script):
+        if events(workflow) & PR_EVENTS and re.search(r"GITHUB_ENV|GITHUB_PATH|_runner_file_commands|set_env_|"
+                                                      r"add_path_", script):
             problems.append(f"{name}: {step.get('name')!r} writes $GITHUB_ENV or $GITHUB_PATH")
         if events(workflow) & PR_EVENTS and (match := EVALUATES.search(script)):
             problems.append(f"{name}: {step.get('name')!r} evaluates text ({match.group().strip()!r})")
@@ -285,6 +294,9 @@ def rule_write_token(workflow: dict) -> list[str]:
         problems += [f"{name}: {step.get('name') or step.get('uses')!r} runs code beside a token that may write"
                      for step in job["steps"]
                      if PROJECT_CODE.search(step.get("run", "")) or uses(step).startswith("actions/setup-")]
+        # A third party's action gets the job's token through its own default input (${{ github.token }}).
+        problems += [f"{name}: uses {uses(step)}, which would hold the token that may write" for step in job["steps"]
+                     if uses(step) and not uses(step).startswith("actions/")]
     return problems
 
 
@@ -330,10 +342,18 @@ def rule_approval(workflow: dict) -> list[str]:
             problems.append(f"{name}: continue-on-error lets a failed check through")
     problems += _review_problems(approve)
     revoke = jobs.get("revoke", {})
-    if "labels/gpu-gate-approved" not in json.dumps(revoke.get("steps", [])) or \
+    runs = [step.get("run", "").strip() for step in revoke.get("steps", []) if "run" in step]
+    if runs != [REVOKE_RUN] or \
             "github.event.action != 'labeled'" not in " ".join(str(revoke.get("if", "")).split()):
-        problems.append("revoke: a push must take the approval label off")
+        problems.append(f"revoke: a push must take the approval label off (one step: {REVOKE_RUN})")
+    trigger = workflow.get("on") if isinstance(workflow.get("on"), dict) else {}
+    types = set((trigger.get("pull_request_target") or {}).get("types", []))
+    if not {"synchronize", "reopened", "edited"} <= types:
+        problems.append("revoke: a push, a reopen and a retargeted base (edited) must each reach revoke")
     return problems
+
+
+REVOKE_RUN = 'gh api --method DELETE "repos/$GITHUB_REPOSITORY/issues/$PR_NUMBER/labels/gpu-gate-approved" --silent'
 
 
 # The approving review the label's author gave on the event's head: all three, joined by `and`.
