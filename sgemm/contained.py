@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 SANDBOX_VARIABLE = "SGEMM_SANDBOX"
-PASSED_VARIABLES = ("SGEMM_CUDA_SITE", "SGEMM_CUDA_EXTRA")  # the runner's settings a measuring process needs
+# The runner's settings a measuring process needs; PYTHONPATH where the judge's own code is found through it.
+PASSED_VARIABLES = ("SGEMM_CUDA_SITE", "SGEMM_CUDA_EXTRA", "PYTHONPATH")
 
 
 class SandboxMissing(RuntimeError):
@@ -36,7 +37,8 @@ def sandbox_program() -> str | None:
 def measuring_code() -> list[Path]:
     """What the measuring process imports: this Python's prefix (the job's venv) and sgemm's own folder."""
     places = {Path(sys.prefix).resolve(), Path(__file__).resolve().parents[1]}
-    places |= {Path(site).resolve() for site in os.environ.get("SGEMM_CUDA_SITE", "").split(os.pathsep) if site}
+    places |= {Path(site).resolve() for name in ("SGEMM_CUDA_SITE", "PYTHONPATH")
+               for site in os.environ.get(name, "").split(os.pathsep) if site}
     return sorted(place for place in places if place.exists())
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 SETTINGS = Path("@SETTINGS@")  # /etc/sgemm-runner/sandbox.json, written in by install-hook.sh
 MIN_VERSION = (0, 8, 0)  # --disable-userns came with 0.8.0
 ALLOWED_ENV = {"SGEMM_CUDA_SITE", "SGEMM_CUDA_EXTRA", "BASE_SHA", "HEAD_SHA", "RANGE_INPUT", "LANG",
-               "SGEMM_CASE_EVENTS", "SGEMM_NVBENCH_ARGS", "SGEMM_RUN_CASES", "PATH_PREFIX"}
+               "SGEMM_CASE_EVENTS", "SGEMM_NVBENCH_ARGS", "SGEMM_RUN_CASES", "PATH_PREFIX", "PYTHONPATH"}
 ETC = ("passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives",
        "ssl", "ca-certificates", "localtime", "os-release", "nvidia", "OpenCL", "vulkan", "gitconfig")
 GPU_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "nvidia-caps")
@@ -216,6 +216,9 @@ class JobCgroup:
                           "memory and pids: the job's limits cannot be set")
         self.path = parent_path / f"sgemm-job-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
+            subtree = (parent_path / "cgroup.subtree_control").read_text().split()
+            if not {"memory", "pids"} <= set(subtree):  # a parent holding no process can hand both on
+                (parent_path / "cgroup.subtree_control").write_text("+memory +pids\n")
             self.path.mkdir()
             for name, value in (("memory.max", memory_max), ("pids.max", pids_max), ("memory.swap.max", "0")):
                 if name != "memory.swap.max" or (self.path / name).exists():

@@ -114,8 +114,11 @@ def sandbox_trial(gpu: bool) -> tuple:
         if gpu:
             script += ("; nvidia-smi -L > " + str(out) + "/cards; python3 -c 'import cupy; a = cupy.ones((512, 512));"
                        " print(float((a @ a).sum()))' > " + str(out) + "/matmul 2>&1; true")
+        python = ["--ro", sys.prefix, "--env", f"PATH_PREFIX={Path(sys.executable).parent}",
+                  *(("--env", f"PYTHONPATH={os.environ['PYTHONPATH']}") if os.environ.get("PYTHONPATH") else ()),
+                  *(arg for site in os.environ.get("PYTHONPATH", "").split(":") if site for arg in ("--ro", site))]
         done = sandbox_standins.run(settings, "--ro", str(checkout), "--rw", str(out),
-                                    *(("--gpu", "all") if gpu else ()), "--", "bash", "-c", script,
+                                    *(("--gpu", "all", *python) if gpu else ()), "--", "bash", "-c", script,
                                     real_cgroup=cgroup is not None)
         lines.append(f"== sandbox: the attacks: exit {done.returncode}\n{done.stdout}{done.stderr}")
         time.sleep(0.5)
