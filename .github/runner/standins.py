@@ -1,7 +1,8 @@
 """Stand-ins for a runner's places and jobs, shared by the containment trial on a real box (trial.py) and the tests
 (tests/ci/test_job_cleanup.py): a runner's folders staged in a temporary one, with the installed job-cleanup.py and
 job-started hook; the gate's main step and cleanup step as gpu-gate.yml has them, run with an attack in place of the
-gate; the next job's hook. (The job sandbox's own stand-ins are sandbox_standins.py.) Plain functions over plain folders: no test framework,
+gate; the next job's hook. (The job sandbox's own stand-ins are sandbox_standins.py.) Plain functions over plain
+folders: no test framework,
 PyYAML alone (to read the workflow).
 
 Imported as `standins`: the trial finds it beside itself, the tests through pytest's pythonpath (pyproject.toml).

@@ -159,8 +159,9 @@ def sandbox_trial(gpu: bool) -> tuple:
                 left.append(f"the job's daemon outlived signal {number} to the launcher")
             lines.append(f"== signal {number} to the launcher: exit {launcher.returncode}")
         if gpu:
-            lines.append(f"== inside, the cards: {(out / 'cards').read_text().strip() if (out / 'cards').exists() else '-'}"
-                         f"; a CuPy matmul: {(out / 'matmul').read_text().strip() if (out / 'matmul').exists() else '-'}")
+            said = {name: (out / name).read_text().strip() if (out / name).exists() else "-"
+                    for name in ("cards", "matmul")}
+            lines.append(f"== inside, the cards: {said['cards']}; a CuPy matmul: {said['matmul']}")
         lines.append("== left behind by the sandboxed job: " + ("; ".join(left) or "nothing"))
         return not left, "\n".join(lines)
     finally:

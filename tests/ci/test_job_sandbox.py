@@ -109,7 +109,8 @@ def test_every_card_asked_for_is_bound_in_and_no_other(tmp_path):
 @needs_bwrap
 def test_the_job_has_no_network(box):
     """Review L5/D26: approved code fetched unapproved code; the job had the network."""
-    done = sandboxed(box, "cat /proc/net/dev; python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)'"
+    done = sandboxed(box, "cat /proc/net/dev;"
+                          " python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)'"
                           " && echo CONNECTED")
     interfaces = [line.split(":")[0].strip() for line in done.stdout.splitlines() if ":" in line
                   and not line.startswith(("Inter", " face", "job-sandbox"))]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.ci.workflow_rules import APPROVAL_IF, CLEANUP, RULES, WORKFLOWS, load, steps
+from tools.ci.workflow_rules import CLEANUP, RULES, WORKFLOWS, load, steps
 
 ROOT = Path(__file__).resolve().parents[2]
 ZIZMOR_CONFIG = ROOT / ".github" / "zizmor.yml"
@@ -392,8 +392,8 @@ MUTATIONS = {
                                                                        '"repos/$GITHUB_REPOSITORY/statuses/$HEAD_SHA"',
                                                                        '          gh api --method POST "$(cat '
                                                                        '"$ARTIFACT_DIR/target")"', "report"),
-    "N21v2: revoke only echoes the label path": edit(GATE, 'run: gh api --method DELETE "repos/$GITHUB_REPOSITORY/issues'
-                                                     '/$PR_NUMBER/labels/gpu-gate-approved" --silent',
+    "N21v2: revoke only echoes the label path": edit(GATE, 'run: gh api --method DELETE "repos/$GITHUB_REPOSITORY/'
+                                                     'issues/$PR_NUMBER/labels/gpu-gate-approved" --silent',
                                                      'run: echo "repos/$GITHUB_REPOSITORY/issues/$PR_NUMBER/labels/gpu'
                                                      '-gate-approved"', "approval"),
     "L4: a retargeted base no longer revokes": edit(GATE, "reopened, edited]", "reopened]", "approval"),

@@ -225,7 +225,7 @@ def rule_sandboxed(workflow: dict) -> list[str]:
         function = re.search(r"^sandboxed\(\) \{(.*?)^\}$", script, re.M | re.S)
         if not function or not re.search(rf"^\s*{re.escape(SANDBOX)} .*--gpu all .*-- \"\$@\"$", function.group(1),
                                          re.M) or function.group(1).count('"$@"') != 1:
-            problems.append(f"{name}: a `sandboxed` function must run {SANDBOX} --gpu all ... -- \"$@\" and nothing else")
+            problems.append(f"{name}: a `sandboxed` function must run {SANDBOX} --gpu all ... -- \"$@\" alone")
         for line in script.splitlines():
             if re.search(r"^\s*(\w+=\S*\s+)*(sgemm (history|bisect|confirm)|asv)\s", line) and \
                     not line.strip().startswith("sandboxed "):
