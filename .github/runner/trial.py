@@ -66,8 +66,8 @@ def left_behind(runner: dict, before: set, outputs: dict) -> list:
 
 SANDBOX_ATTACKS = {
     # the security review's trial scripts, each run inside the sandbox (its id in the review)
-    "D12 a setsid daemon": "setsid -f bash -c 'sleep 600; : {mark}' >/dev/null 2>&1",
-    "D12 a double fork": "( bash -c 'sleep 600; : {mark}' >/dev/null 2>&1 & )",
+    "D12 a setsid daemon": "setsid -f bash -c 'exec -a {mark} sleep 600' >/dev/null 2>&1",
+    "D12 a double fork": "( bash -c 'exec -a {mark} sleep 600' >/dev/null 2>&1 & )",
     "D6 SysV shared memory": "ipcmk -M 268435456 >/dev/null",
     "D6 /tmp, /var/tmp and /dev/shm leftovers": "touch /tmp/{mark} /var/tmp/{mark} /dev/shm/{mark}",
     "M4 an MPS folder in /tmp": "mkdir -p /tmp/nvidia-mps && touch /tmp/nvidia-mps/{mark}",
@@ -145,7 +145,7 @@ def sandbox_trial(gpu: bool) -> tuple:
         for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGKILL):
             launcher = subprocess.Popen(sandbox_standins.command(
                 settings, "--rw", str(out), "--", "bash", "-c",
-                f"setsid -f bash -c 'sleep 600; : {mark}sig' >/dev/null 2>&1; touch {out}/up; sleep 600"),
+                f"setsid -f bash -c 'exec -a {mark}sig sleep 600' >/dev/null 2>&1; touch {out}/up; sleep 600"),
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for _ in range(200):
                 if (out / "up").exists():

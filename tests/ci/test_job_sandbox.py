@@ -55,7 +55,7 @@ def token() -> str:
 
 def sleeper(seconds: int, mark: str) -> str:
     """A shell command whose process carries `mark` on its command line while it sleeps."""
-    return f"bash -c 'sleep {seconds}; : {mark}'"
+    return f"bash -c 'exec -a {mark} sleep {seconds}'"
 
 
 def running_with(text: str) -> list:
