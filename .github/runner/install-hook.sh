@@ -9,16 +9,17 @@
 # STATE_DIR (default /var/lib/sgemm-runner) is root's, writable by the runner's group so that the cleanup can set the
 # flag TAINTED there, and append-only (chattr +a) so that no one but root removes it again. Restart the runner's
 # service afterwards.
-# It also makes the job user (sgemm-job: a system user with no home, no shell, no sudo) and installs job-launch, the
-# one program the runner's user may run as root (/etc/sudoers.d/sgemm-runner, checked with visudo): it runs the
-# pull request's code as the job user and ends all of it by that user's id (.github/runner/job-launch.py). For the
-# gate role, mark an ephemeral runner when provisioning it, as root: touch /etc/sgemm-runner/ephemeral.
-# Needs: root, sudo with /etc/sudoers.d, useradd, setuid; a writable cgroup v2 is used where there is one.
+# It also installs job-sandbox (.github/runner/job-sandbox.py), which the runner's user runs, as itself, around
+# everything that runs a pull request's content (and the history's benchmarks): bubblewrap in a cgroup of the job's
+# own; and its settings, /etc/sgemm-runner/sandbox.json (bwrap, the delegated cgroup, memory.max, pids.max, the
+# wheelhouse, the runner's folders kept out). Settings from the environment: SGEMM_JOB_CGROUP, SGEMM_JOB_MEMORY_MAX,
+# SGEMM_JOB_PIDS_MAX, SGEMM_WHEELHOUSE. Root is needed here, once; nothing runs as root at job time.
+# Needs: root, bubblewrap 0.8.0 or later that the runner's user can run, runuser, chattr where it can.
 set -euo pipefail
 role=${1:?gate or history}
 repository=${2:?OWNER/REPO}
 runner_dir=${3:?the directory of the runner, holding .env and run.sh}
-state_dir=${4:-/var/lib/sgemm-runner}
+state_dir=${4:-${SGEMM_INSTALL_ROOT:-}/var/lib/sgemm-runner}
 case "$role" in gate|history) ;; *) echo "install-hook.sh: role is gate or history, got '$role'" >&2; exit 2 ;; esac
 [[ "$repository" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ ]] \
     || { echo "install-hook.sh: OWNER/REPO, got '$repository'" >&2; exit 2; }
@@ -28,8 +29,19 @@ runner_group=$(stat -c %G "$runner_dir/run.sh")
 [ "$runner_group" != root ] || { echo "install-hook.sh: $runner_dir belongs to root: a runner never runs as root" >&2
                                  exit 2; }
 
+# bwrap must work for the runner's user: Debian 12 lets any user make a user namespace; Ubuntu 24.04 restricts
+# them through AppArmor, and needs the profile for bwrap that docs/ci-security.md gives.
+bwrap=$(command -v bwrap) || { echo "install-hook.sh: bubblewrap is not installed (apt-get install bubblewrap)" >&2
+                               exit 2; }
+runner_user=$(stat -c %U "$runner_dir/run.sh")
+runner_uid=$(id -u "$runner_user")
+probe=(runuser -u "$runner_user" -- "$bwrap" --unshare-user --unshare-pid --ro-bind / / -- /bin/true)
+"${probe[@]}" 2> /dev/null || { echo "install-hook.sh: $runner_user cannot make a user namespace with $bwrap" \
+    "(Ubuntu 24.04: install the AppArmor profile in docs/ci-security.md)" >&2; exit 2; }
+
 here=$(cd "$(dirname "$0")" && pwd)
-libexec=/usr/local/libexec/sgemm-runner
+root=${SGEMM_INSTALL_ROOT:-}  # a prefix for every system path, for the installer's own test
+libexec=$root/usr/local/libexec/sgemm-runner
 hook=$libexec/job-started-$role.sh
 install -d -o root -g root -m 755 "$libexec"
 install -d -o root -g "$runner_group" -m 770 "$state_dir"
@@ -43,26 +55,29 @@ sed -e "s|@STATE_DIR@|$state_dir|" "$here/job-cleanup.py" > "$libexec/job-cleanu
 chown root:root "$libexec/job-cleanup.py.new" && chmod 755 "$libexec/job-cleanup.py.new"
 mv "$libexec/job-cleanup.py.new" "$libexec/job-cleanup.py"
 
-# The job user and the launcher: the runner's user may run the launcher as root and nothing else.
-job_user=sgemm-job
-command -v sudo > /dev/null && [ -d /etc/sudoers.d ] \
-    || { echo "install-hook.sh: no sudo with /etc/sudoers.d: the pull request's code cannot run as a user of its own" >&2
-         exit 2; }
-id -u "$job_user" > /dev/null 2>&1 \
-    || useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$job_user"
-runner_user=$(stat -c %U "$runner_dir/run.sh")
-work_root=$(cd "$runner_dir" && pwd)/_work
-install -d -o root -g root -m 755 /run/sgemm-runner /etc/sgemm-runner
-sed -e "s|@ROLE@|$role|" -e "s|@STATE_DIR@|$state_dir|" -e "s|@JOB_USER@|$job_user|" -e "s|@WORK_ROOT@|$work_root|" \
-    -e "s|@MARKER@|/etc/sgemm-runner/ephemeral|" -e "s|@RUN_DIR@|/run/sgemm-runner|" "$here/job-launch.py" \
-    > "$libexec/job-launch.new"
-chown root:root "$libexec/job-launch.new" && chmod 755 "$libexec/job-launch.new"
-mv "$libexec/job-launch.new" "$libexec/job-launch"
-printf '%s ALL=(root) NOPASSWD: %s\n' "$runner_user" "$libexec/job-launch" > /etc/sudoers.d/sgemm-runner.new
-chmod 440 /etc/sudoers.d/sgemm-runner.new
-visudo -cf /etc/sudoers.d/sgemm-runner.new > /dev/null \
-    || { rm -f /etc/sudoers.d/sgemm-runner.new; echo "install-hook.sh: the sudoers rule does not parse" >&2; exit 2; }
-mv /etc/sudoers.d/sgemm-runner.new /etc/sudoers.d/sgemm-runner
+# The sandbox: job-sandbox (root-owned, run by the runner's user; no sudo rule, no job user) and its settings.
+# The job's cgroup: below the runner user's own delegated one (the runner as a systemd --user service, with
+# lingering), unless SGEMM_JOB_CGROUP names another the runner's user may write (a system service with
+# Delegate=memory pids and DelegateSubgroup=runner gives /sys/fs/cgroup/system.slice/UNIT).
+cgroup=${SGEMM_JOB_CGROUP:-/sys/fs/cgroup/user.slice/user-$runner_uid.slice/user@$runner_uid.service/sgemm-jobs}
+memory_max=${SGEMM_JOB_MEMORY_MAX:-$(( $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) * 1024 * 3 / 4 ))}
+pids_max=${SGEMM_JOB_PIDS_MAX:-4096}
+wheelhouse=${SGEMM_WHEELHOUSE:-}
+install -d -o root -g root -m 755 "$root/etc/sgemm-runner"
+sed -e "s|@SETTINGS@|$root/etc/sgemm-runner/sandbox.json|" "$here/job-sandbox.py" > "$libexec/job-sandbox.new"
+chown root:root "$libexec/job-sandbox.new" && chmod 755 "$libexec/job-sandbox.new"
+mv "$libexec/job-sandbox.new" "$libexec/job-sandbox"
+python3 - "$bwrap" "$cgroup" "$memory_max" "$pids_max" "$wheelhouse" "$runner_dir" "$state_dir" \
+    > "$root/etc/sgemm-runner/sandbox.json.new" <<'PY'
+import json, os, sys
+bwrap, cgroup, memory_max, pids_max, wheelhouse, runner_dir, state_dir = sys.argv[1:]
+print(json.dumps({"bwrap": bwrap, "cgroup": cgroup, "memory_max": memory_max, "pids_max": pids_max,
+                  "wheelhouse": wheelhouse or None,
+                  "forbidden": [os.path.realpath(runner_dir), os.path.realpath(state_dir)]}, indent=1))
+PY
+chown root:root "$root/etc/sgemm-runner/sandbox.json.new" && chmod 644 "$root/etc/sgemm-runner/sandbox.json.new"
+mv "$root/etc/sgemm-runner/sandbox.json.new" "$root/etc/sgemm-runner/sandbox.json"
+rm -f "$root/etc/sudoers.d/sgemm-runner"  # the earlier launcher's rule: nothing runs as root at job time now
 
 env_file="$runner_dir/.env"
 touch "$env_file"

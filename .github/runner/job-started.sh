@@ -34,8 +34,14 @@ esac
 expected="$workflow job '$job' from main, on ${events// / or }"
 
 # -L too: a dangling link is a flag all the same (the folder is append-only: nothing placed in it can go).
+# Read only a regular file: a FIFO named TAINTED would hang the hook until the job's time ran out.
 if [ -e "$STATE_DIR/TAINTED" ] || [ -L "$STATE_DIR/TAINTED" ]; then
-    refuse "an earlier job left something behind ($(head -c 300 "$STATE_DIR/TAINTED" | tr -d '\n')); an" \
+    if [ -f "$STATE_DIR/TAINTED" ] && [ ! -L "$STATE_DIR/TAINTED" ]; then
+        said=$(head -c 300 "$STATE_DIR/TAINTED" | tr -d '\n')
+    else
+        said="TAINTED is no regular file"
+    fi
+    refuse "an earlier job left something behind ($said); an" \
         "administrator must check the box and remove $STATE_DIR/TAINTED"
 fi
 want_ref="$REPOSITORY/.github/workflows/$workflow@refs/heads/main"

@@ -1,8 +1,8 @@
 """Stand-ins for a runner's places and jobs, shared by the containment trial on a real box (trial.py) and the tests
-(tests/ci/test_job_cleanup.py, tests/ci/test_job_launch.py): a runner's folders staged in a temporary one, with the
-installed job-cleanup.py and job-started hook; the gate's main step and cleanup step as gpu-gate.yml has them, run
-with an attack in place of the gate; the next job's hook; and the separate-user launcher (job-launch.py) installed
-as install-hook.sh would, with the processes of its job user. Plain functions over plain folders: no test framework,
+(tests/ci/test_job_cleanup.py): a runner's folders staged in a temporary one, with the installed job-cleanup.py and
+job-started hook; the gate's main step and cleanup step as gpu-gate.yml has them, run with an attack in place of the
+gate; the next job's hook. (The job sandbox's own stand-ins are sandbox_standins.py.) Plain functions over plain
+folders: no test framework,
 PyYAML alone (to read the workflow).
 
 Imported as `standins`: the trial finds it beside itself, the tests through pytest's pythonpath (pyproject.toml).
@@ -19,7 +19,6 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 CLEANUP = ROOT / ".github" / "runner" / "job-cleanup.py"
 HOOK = ROOT / ".github" / "runner" / "job-started.sh"
-LAUNCHER = ROOT / ".github" / "runner" / "job-launch.py"
 INSTALLED = "/usr/local/libexec/sgemm-runner/job-cleanup.py"
 REPO = "octo/gemm"
 RUNNER_UID = 65534  # stands in for the runner's user: owns JOB_DIR and the checkouts
@@ -134,39 +133,3 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state not in "ZX"
-
-
-
-def install(tmp_path: Path, role: str, user: str) -> Path:
-    """The launcher as install-hook.sh installs it, its state, run and work folders in tmp_path; returns its path."""
-    for name in ("state", "run", "work"):
-        (tmp_path / name).mkdir(exist_ok=True)
-    text = (LAUNCHER.read_text().replace("@ROLE@", role).replace("@STATE_DIR@", str(tmp_path / "state"))
-            .replace("@JOB_USER@", user).replace("@WORK_ROOT@", str(tmp_path / "work"))
-            .replace("@MARKER@", str(tmp_path / "ephemeral")).replace("@RUN_DIR@", str(tmp_path / "run")))
-    path = tmp_path / "job-launch"
-    path.write_text(text)
-    return path
-
-
-def launch(launcher: Path, job_dir: Path, *command: str, env=None):
-    """The installed launcher run as sudo would run it for the runner's user, with a variable of the runner's own
-    that must not reach the command."""
-    return subprocess.run(["python3", "-I", str(launcher), str(job_dir), "--env", "HEAD_SHA=abc", "--", *command],
-                          env={"PATH": "/usr/bin:/bin", "SUDO_UID": str(RUNNER_UID), "GITHUB_ENV": "/x",
-                               "BASH_ENV": "/x", "RUNNER_TEMP": "/x", **(env or {})},
-                          capture_output=True, text=True, timeout=120, check=False)
-
-
-def processes_of(uid: int) -> list:
-    """The ids of the user's running processes."""
-    found = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            status = Path("/proc", entry, "status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if int(fields["Uid"].split()[0]) == uid and fields["State"].split()[0] not in "ZX":
-            found.append(int(entry))
-    return found

@@ -13,8 +13,10 @@ still running at the end is ended by its id, and the temporary folder is removed
   python3 .github/runner/trial.py [--keep]        (needs PyYAML; the stand-ins it shares with the tests are
                                                    standins.py, beside it)
 
-As root with useradd it also runs the separate-user launcher (job-launch.py) on a throwaway user, removed after, and
-says so; otherwise it says it could not.
+Where bubblewrap is installed it also runs the security review's trial scripts inside the job sandbox
+(job-sandbox.py: a setsid daemon, a double fork, SysV shared memory, /tmp and /dev/shm leftovers, an MPS folder, links
+in the report, .credentials by name, --jitconfig, the network, a symlinked folder, signals to the launcher) and looks
+for anything left outside; with --gpu, every card bound in, nvidia-smi and a CuPy matmul inside.
 """
 
 import argparse
@@ -22,9 +24,12 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import standins
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # sgemm, for the judge's reader
 
 
 def marked_processes(mark: str) -> list:
@@ -59,54 +64,130 @@ def left_behind(runner: dict, before: set, outputs: dict) -> list:
     return left
 
 
-def launcher_trial() -> tuple:
-    """The separate-user launcher (job-launch.py) with a throwaway job user, where this runs as root with useradd:
-    an attack run through it (a `setsid -f` process, a double fork, a write to the checkout, a look for GITHUB_ENV)
-    must leave no process of the job user, the checkout unchanged, no GITHUB_ENV in its environment, and fail with 3.
-    Returns (passed or None when it could not be exercised, what was printed)."""
-    if os.geteuid() != 0 or shutil.which("useradd") is None:
-        return None, "not exercised: the separate-user launcher needs root and useradd here"
-    import pwd
+SANDBOX_ATTACKS = {
+    # the security review's trial scripts, each run inside the sandbox (its id in the review)
+    "D12 a setsid daemon": "setsid -f bash -c 'exec -a {mark} sleep 600' >/dev/null 2>&1",
+    "D12 a double fork": "( bash -c 'exec -a {mark} sleep 600' >/dev/null 2>&1 & )",
+    "D6 SysV shared memory": "ipcmk -M 268435456 >/dev/null",
+    "D6 /tmp, /var/tmp and /dev/shm leftovers": "touch /tmp/{mark} /var/tmp/{mark} /dev/shm/{mark}",
+    "M4 an MPS folder in /tmp": "mkdir -p /tmp/nvidia-mps && touch /tmp/nvidia-mps/{mark}",
+    "D4 links in the report": "ln -s {credentials} {out}/round-1.jsonl",
+    "D8 .credentials by name": "cat {credentials} > {out}/stolen 2>/dev/null; true",
+    "D8 --jitconfig on a command line": "cat /proc/*/cmdline 2>/dev/null | tr '\\0' ' ' > {out}/jit; true",
+    "L5 the network": "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)'"
+                      " && touch {out}/online; true",
+}
+
+
+def sandbox_trial(gpu: bool) -> tuple:
+    """The review's attacks run inside job-sandbox (bubblewrap, a cgroup of its own where one can be delegated here,
+    a stand-in that records the limits where not), then what is left outside looked for; the judge's strict reader
+    on the link the job left; a symlinked folder and a signal to the launcher. Returns (passed or None when bwrap is
+    not installed, what was printed)."""
+    import signal
     import subprocess
     import uuid
 
-    name = f"sgt{uuid.uuid4().hex[:8]}"
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
-    folder = Path(tempfile.mkdtemp(prefix="sgemm-launch-trial-"))
-    lines = []
+    import sandbox_standins
+
+    if shutil.which("bwrap") is None:
+        return None, "== sandbox: not exercised: bubblewrap is not installed"
+    folder = Path(tempfile.mkdtemp(prefix="sgemm-sandbox-trial-"))
+    folder.chmod(0o755)
+    mark = f"sgemmtrial{uuid.uuid4().hex[:8]}"
+    runner, out, checkout = folder / "actions-runner", folder / "work" / "out", folder / "work" / "pr"
+    for place in (runner, out, checkout):
+        place.mkdir(parents=True)
+    credentials = runner / ".credentials"
+    credentials.write_text(f"the runner's key {mark}\n")
+    cgroup = sandbox_standins.delegable_cgroup()
+    settings = sandbox_standins.write_settings(folder, [runner], **({"cgroup": str(cgroup)} if cgroup else {}))
+    lines = [f"== sandbox: {'a real cgroup below ' + str(cgroup) if cgroup else 'the stand-in cgroup (no cgroup v2 '}"
+             f"{'' if cgroup else 'with memory and pids here)'}"]
+    secret = uuid.uuid4().hex  # on the stand-in listener's command line alone
+    listener = subprocess.Popen(["bash", "-c", f"exec -a 'Runner.Listener run --jitconfig {secret}' sleep 120"])
+    ipc_before = subprocess.run(["ipcs", "-m"], capture_output=True, text=True).stdout
+    left = []
     try:
-        user = pwd.getpwnam(name)
-        folder.chmod(0o755)
-        launcher = standins.install(folder, "history", name)
-        job_dir, checkout = folder / "work" / "sgemm-job", folder / "work" / "pr"
-        (job_dir / "report").mkdir(parents=True)
-        checkout.mkdir()
-        (checkout / "kernel.cu").write_text("the pull request's\n")
-        for path in (job_dir, checkout, checkout / "kernel.cu", job_dir / "report"):
-            os.chown(path, standins.RUNNER_UID, standins.RUNNER_UID)
-        (folder / "work").chmod(0o755)
-        attack = ('setsid -f sleep 300 > /dev/null 2>&1; ( sleep 301 > /dev/null 2>&1 & );'
-                  f' echo x >> {checkout}/kernel.cu;'
-                  ' env > "$JOB_DIR/report/env"; sleep 1')
-        done = standins.launch(launcher, job_dir, "bash", "-c", attack)
-        lines.append(f"== launcher: exit {done.returncode}\n{done.stdout}{done.stderr}")
-        left = [f"pid {pid} of the job user still running" for pid in standins.processes_of(user.pw_uid)]
-        if (checkout / "kernel.cu").read_text() != "the pull request's\n":
-            left.append("the checkout was changed")
-        if "GITHUB_ENV" in (job_dir / "report" / "env").read_text():
-            left.append("GITHUB_ENV reached the job's code")
-        lines.append("== left behind by the launched job: " + ("; ".join(left) or "nothing"))
-        return not left and done.returncode == 3, "\n".join(lines)
+        script = "; ".join(text.format(mark=mark, out=out, credentials=credentials)
+                           for text in SANDBOX_ATTACKS.values())
+        if gpu:
+            script += ("; nvidia-smi -L > " + str(out) + "/cards; python3 -c 'import cupy; a = cupy.ones((512, 512));"
+                       " print(float((a @ a).sum()))' > " + str(out) + "/matmul 2>&1; true")
+        python = ["--ro", sys.prefix, "--env", f"PATH_PREFIX={Path(sys.executable).parent}",
+                  *(("--env", f"PYTHONPATH={os.environ['PYTHONPATH']}") if os.environ.get("PYTHONPATH") else ()),
+                  *(arg for site in os.environ.get("PYTHONPATH", "").split(":") if site for arg in ("--ro", site))]
+        done = sandbox_standins.run(settings, "--ro", str(checkout), "--rw", str(out),
+                                    *(("--gpu", "all", *python) if gpu else ()), "--", "bash", "-c", script,
+                                    real_cgroup=cgroup is not None)
+        lines.append(f"== sandbox: the attacks: exit {done.returncode}\n{done.stdout}{done.stderr}")
+        time.sleep(0.5)
+        left += [f"process {pid} of the job still running" for pid in marked_by_argv(mark)]
+        if subprocess.run(["ipcs", "-m"], capture_output=True, text=True).stdout != ipc_before:
+            left.append("a SysV shared-memory segment")
+        left += [f"{place}/{mark}" for place in ("/tmp", "/var/tmp", "/dev/shm", "/tmp/nvidia-mps")
+                 if Path(place, mark).exists()]
+        for name, what, sign in (("stolen", "the runner's key", "key"), ("jit", "the --jitconfig", secret),
+                                 ("online", "the network", "")):
+            if (out / name).exists() and sign in (out / name).read_text():
+                left.append(f"{what} reached the job ({name})")
+        from sgemm.rounds.session import RoundFileError, _read_lines
+        try:
+            _read_lines(out / "round-1.jsonl")
+            left.append("the judge read the job's link to the runner's key")
+        except RoundFileError as exc:
+            lines.append(f"== the judge refused the job's link: {exc}")
+        (out / "cache").symlink_to(runner)
+        linked = sandbox_standins.run(settings, "--rw", str(out / "cache"), "--", "true")
+        lines.append(f"== a symlinked folder given to the sandbox: exit {linked.returncode}: {linked.stdout.strip()}")
+        if linked.returncode != 2:
+            left.append("a symlinked folder was bound in")
+        for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGKILL):
+            launcher = subprocess.Popen(sandbox_standins.command(
+                settings, "--rw", str(out), "--", "bash", "-c",
+                f"setsid -f bash -c 'exec -a {mark}sig sleep 600' >/dev/null 2>&1; touch {out}/up; sleep 600"),
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(200):
+                if (out / "up").exists():
+                    break
+                time.sleep(0.05)
+            (out / "up").unlink(missing_ok=True)
+            launcher.send_signal(number)
+            launcher.wait(timeout=30)
+            time.sleep(0.5)
+            if marked_by_argv(f"{mark}sig"):
+                left.append(f"the job's daemon outlived signal {number} to the launcher")
+            lines.append(f"== signal {number} to the launcher: exit {launcher.returncode}")
+        if gpu:
+            said = {name: (out / name).read_text().strip() if (out / name).exists() else "-"
+                    for name in ("cards", "matmul")}
+            lines.append(f"== inside, the cards: {said['cards']}; a CuPy matmul: {said['matmul']}")
+        lines.append("== left behind by the sandboxed job: " + ("; ".join(left) or "nothing"))
+        return not left, "\n".join(lines)
     finally:
-        for pid in standins.processes_of(pwd.getpwnam(name).pw_uid):
+        listener.kill()
+        listener.wait()
+        for pid in marked_by_argv(mark):
             os.kill(pid, 9)
-        subprocess.run(["userdel", name], check=False)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def marked_by_argv(mark: str) -> list:
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if mark.encode() in Path("/proc", entry, "cmdline").read_bytes() and int(entry) != os.getpid():
+                found.append(int(entry))
+        except OSError:
+            pass
+    return found
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", action="store_true", help="keep the staged folder (its path is printed)")
+    parser.add_argument("--gpu", action="store_true", help="bind every card in and run nvidia-smi and a CuPy matmul "
+                        "inside the sandbox (a GPU box)")
     arguments = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="sgemm-runner-trial-"))
     runner = standins.stage(folder)
@@ -125,15 +206,12 @@ def main() -> int:
         print("== left behind for a following job:")
         print("\n".join(f"  {line}" for line in left) if left else "  nothing")
         verdict = not left and first.returncode != 0 and second.returncode != 0 and refused.returncode != 0 and flag
-        launched, text = launcher_trial()
+        launched, text = sandbox_trial(arguments.gpu)
         print(text)
         verdict = verdict and launched is not False
         print(f"== trial: {'PASS' if verdict else 'FAIL'} (main step {first.returncode}, cleanup step "
-              f"{second.returncode}, next job {'refused' if refused.returncode else 'accepted'}, launcher "
+              f"{second.returncode}, next job {'refused' if refused.returncode else 'accepted'}, sandbox "
               f"{ {True: 'contained it', False: 'FAILED', None: 'not exercised'}[launched] })")
-        print("not exercised here: a systemd scope or cgroup v2 kill (the launcher ends by uid; it uses a cgroup only "
-              "where one is writable), sudo itself (the launcher runs as root directly), the host lock across two "
-              "runners, MPS (no daemon is started)")
         return 0 if verdict else 1
     finally:
         ended = standins.end_started(runner)

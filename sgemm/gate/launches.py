@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import sourcetree
+from ..contained import contained
 from ..rounds.pairs import Pair
+from ..rounds.session import RoundFileError, read_round_file
 
 PROBE = Path(__file__).with_name("launch_probe.py")
 PROBE_COMMAND = (sys.executable, "-P", str(PROBE))  # + PLAN OUT; -P: the probe's folder is not a package root
@@ -71,12 +73,14 @@ def run_probe(code: Path, tree: Path, cases: list[dict], device: int, where: Pat
     plan, out, log = where / "plan.json", where / "launches.json", where / "probe.log"
     plan.write_text(json.dumps({"code": str(code), "tree": str(tree), "device": device, "cases": cases}))
     out.unlink(missing_ok=True)
+    out.write_bytes(b"")  # the one file the probe may write, made by the judge
+    command = contained([*PROBE_COMMAND, str(plan), str(out)], readable=[code, tree, where], writable=[out],
+                        devices=[device], cwd=where)
     with open(log, "w") as stderr:
-        status = subprocess.run([*PROBE_COMMAND, str(plan), str(out)], stdout=stderr, stderr=subprocess.STDOUT,
-                                cwd=where).returncode
+        status = subprocess.run(command, stdout=stderr, stderr=subprocess.STDOUT, cwd=where).returncode
     try:
-        found = json.loads(out.read_text())
-    except (OSError, ValueError):
+        found = json.loads(read_round_file(out))
+    except (OSError, ValueError, RoundFileError):
         last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
         raise LaunchCompareError(f"the launch probe of {code} exited {status}: {last[:300]}") from None
     if "cases" not in found:

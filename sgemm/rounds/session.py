@@ -19,12 +19,14 @@ rounds, as many as that look asks for, so that a resumed gate judges what an uni
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -34,6 +36,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .. import sourcetree
+from ..contained import contained
 from ..catalogue import Kernel
 from ..measuring.build import kernel_source
 from ..measuring.paired import TRIMMED_MEAN, PairedSettings
@@ -200,14 +203,44 @@ def _complete(line: object) -> bool:
         return False
 
 
+class RoundFileError(RuntimeError):
+    """A round's output is no file the judge reads: a link, not a regular file, too large, or not JSON lines."""
+
+
+MAX_ROUND_FILE_BYTES = 64 * 2**20  # far above any round's lines; a file larger is not one
+
+
+def read_round_file(path: Path, limit: int = MAX_ROUND_FILE_BYTES) -> str:
+    """A file a sandboxed process wrote, read as the judge must: no link followed, nothing but a regular file, at
+    most `limit` bytes; "" where it is not there."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        raise RoundFileError(f"{path}: not read ({'a link' if exc.errno == errno.ELOOP else exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(handle).st_mode):
+        os.close(handle)
+        raise RoundFileError(f"{path}: not a regular file")
+    with os.fdopen(handle, "rb") as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise RoundFileError(f"{path}: larger than {limit} bytes")
+    return data.decode(errors="replace")
+
+
 def _read_lines(path: Path) -> list[dict]:
-    """The complete lines of a round's output; one cut off as it was written is left out."""
+    """The complete lines of a round's output; the last one, cut off as it was written, is left out, and any other
+    line that is not JSON makes the file unreadable (RoundFileError)."""
     found = []
-    for text in path.read_text(errors="replace").splitlines() if path.exists() else []:
+    texts = read_round_file(path).splitlines()
+    for number, text in enumerate(texts, 1):
         try:
             line = json.loads(text)
         except ValueError:
-            continue
+            if number == len(texts):
+                continue
+            raise RoundFileError(f"{path}: line {number} is not JSON") from None
         if _complete(line):
             found.append(line)
     return found
@@ -352,9 +385,11 @@ class PairedSession:
         plan_path.write_text(json.dumps(self._plan(labels, device)))
         where = f" on GPU {device}" if len(self.devices) > 1 else ""
         print(f"sgemm gate: round {number}: {len(labels)} cases paired in one process{where}", file=sys.stderr)
+        out.write_bytes(b"")  # the one file the round's process may write, made by the judge
+        command = contained([*ROUND_COMMAND, str(plan_path), str(out)], readable=[self.work_dir], writable=[out],
+                            devices=[device])
         with open(log, "w") as stderr:
-            process = subprocess.Popen([*ROUND_COMMAND, str(plan_path), str(out)], stdout=stderr,
-                                       stderr=subprocess.STDOUT)
+            process = subprocess.Popen(command, stdout=stderr, stderr=subprocess.STDOUT)
         return number, out, log, process
 
     def _rounds(self, by_device: dict[int, list[str]]) -> None:

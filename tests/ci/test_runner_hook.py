@@ -128,3 +128,17 @@ def test_the_hook_names_the_jobs_the_workflows_really_run_on_the_gpu_runners():
         assert gpu_jobs == [job_name] and label in str(definition["jobs"][job_name]["runs-on"])
         assert triggers == events
         assert f'workflow="{workflow}"; job="{job_name}"; events="{" ".join(sorted(events))}"' in text
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "dangling link"])
+def test_a_flag_that_is_no_regular_file_refuses_at_once(tmp_path, kind):
+    """Review L3/D10 and R1: a FIFO named TAINTED hung the hook; a folder must refuse as a file does."""
+    import os
+
+    hook = installed(tmp_path, "gate")
+    flag = tmp_path / "state" / "TAINTED"
+    {"fifo": lambda: os.mkfifo(flag), "folder": flag.mkdir,
+     "dangling link": lambda: flag.symlink_to(tmp_path / "nowhere")}[kind]()
+    done = subprocess.run(["bash", str(hook)], env={"PATH": "/usr/bin:/bin", **GATE}, capture_output=True, text=True,
+                          timeout=10)
+    assert done.returncode != 0 and "left something behind" in done.stderr

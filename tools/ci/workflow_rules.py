@@ -2,7 +2,7 @@
 
 Each rule takes a workflow (as `load` reads it) and returns its problems, one line each; RULES names them:
 - runners: who reaches the self-hosted GPU labels, on which events, with which commit; a pull request's content
-  runs only through the runner's launcher (job-launch.py);
+  runs only through the runner's sandbox (job-sandbox.py);
 - no token: no token reaches a self-hosted job;
 - ends its processes: such a job ends its processes and removes its files;
 - code only through checkout: code enters through actions/checkout only;
@@ -12,7 +12,10 @@ Each rule takes a workflow (as `load` reads it) and returns its problems, one li
   push revokes it;
 - contains the job: a GPU job's main step is marked, read whole and trapped, and its cleanup step runs the runner's
   root-owned job-cleanup.py on the main step's outputs;
-- pushes results alone: the job that pushes adds what it downloaded under results/ and nothing else.
+- pushes results alone: the job that pushes adds what it downloaded under results/ and nothing else;
+- sandboxed: no sudo on a GPU runner; the gate runs with SGEMM_SANDBOX and --gpus, the history's benchmarks through
+  the runner's sandbox (job-sandbox.py) with every card bound in;
+- cpu check: the gate's CPU job is hosted, read-only, and fails towards the GPU.
 Labels count as GitHub matches them (any case), and a job on anything but one GitHub-hosted image counts as
 self-hosted. tests/ci/test_workflows.py holds every workflow to every rule and shows each rule failing on the attack it
 is there for.
@@ -115,7 +118,8 @@ def rule_runners(workflow: dict) -> list[str]:
         elif kind == {"gpu-untrusted"}:
             if on != {"pull_request_target"}:
                 problems.append(f"{name}: gpu-untrusted on {sorted(on)}, a definition the pull request can edit")
-            if " ".join(str(job.get("if", "")).split()) != APPROVAL_IF or "approve" not in job.get("needs", []):
+            if " ".join(str(job.get("if", "")).split()) not in (APPROVAL_IF, GATE_IF) \
+                    or "approve" not in job.get("needs", []):
                 problems.append(f"{name}: runs on more than a checked approval (needs: approve, if: {APPROVAL_IF})")
             for step in job["steps"]:
                 given = step.get("with", {})
@@ -126,14 +130,18 @@ def rule_runners(workflow: dict) -> list[str]:
             main = " ".join(step.get("run", "") for step in job["steps"])
             if not re.search(r"(^|\s)\. base/\.github/gpu-job\.sh base\b", main) or "pr/.github" in main:
                 problems.append(f"{name}: the job's isolation (gpu-job.sh) must come from base/ and install from it")
-            problems += [f"{name}: {line[:80]!r} runs the pull request's content outside the job user's launcher "
-                         f"({LAUNCH.strip()} JOB_DIR ... -- COMMAND)" for line in _unlaunched(main)]
+            problems += [f"{name}: {line[:80]!r} runs the pull request's content outside the runner's sandbox "
+                         f"({LAUNCH.strip()} ...)" for line in _unlaunched(main)]
         else:
             problems.append(f"{name}: self-hosted needs exactly one of the labels gpu-trusted, gpu-untrusted")
     return problems
 
 
-LAUNCH = "sudo -n /usr/local/libexec/sgemm-runner/job-launch "  # the runner's root-owned launcher (job-launch.py)
+SANDBOX = "/usr/local/libexec/sgemm-runner/job-sandbox"  # the runner's root-owned bubblewrap launcher
+# The judge runs as the runner's user; what runs the pull request's content goes through SANDBOX (sgemm/contained.py).
+LAUNCH = f"SGEMM_SANDBOX={SANDBOX} sgemm gate "
+CPU_CHECK_CONDITION = "needs.cpu-check.outputs.gpu_needed != 'false'"  # anything but a plain false takes the GPU
+GATE_IF = f"{APPROVAL_IF} && {CPU_CHECK_CONDITION}"
 RUNS_CONTENT = re.compile(r"\b(sgemm|asv|python3?|pip3?|nvcc|make|cmake)\b|\bpr/")
 
 
@@ -175,11 +183,78 @@ def rule_code_only_through_checkout(workflow: dict) -> list[str]:
     foreign = [f"{name}: uses {uses(step)} on a GPU runner (only {sorted(GPU_JOB_ACTIONS)})"
                for name, job in self_hosted(workflow) for step in job.get("steps", [])
                if uses(step) and uses(step) not in GPU_JOB_ACTIONS]
-    writers = {name for name, job in workflow["jobs"].items() if "gpu-untrusted" not in runner_labels(job)}
-    return foreign + ([f"{name}: {step.get('name')!r} fetches code itself ({match.group()})"
+    writers = {name for name, job in workflow["jobs"].items()
+               if "gpu-untrusted" not in runner_labels(job) and may_write(job, workflow)}
+    extra = [f"{name}: checks out {key} of the pull request, fetched from where its files say" for name, step in
+             steps(workflow) if uses(step) == "actions/checkout" and events(workflow) & PR_EVENTS
+             for key in ("submodules", "lfs") if str(step.get("with", {}).get(key, "false")).lower() != "false"]
+    return foreign + extra + ([f"{name}: {step.get('name')!r} fetches code itself ({match.group()})"
              for name, step in steps(workflow) if (match := FETCHES.search(step.get("run", "")))]
             + [f"{name}: checks out code beside a token that may write" for name, step in steps(workflow)
                if privileged and name in writers and uses(step) == "actions/checkout"])
+
+
+def may_write(job: dict, workflow: dict) -> bool:
+    """Whether the job's token may write: its permissions, or the workflow's, or GitHub's default (which may)."""
+    permissions = job.get("permissions", workflow.get("permissions"))
+    if permissions is None or permissions == "write-all":
+        return True
+    return isinstance(permissions, dict) and "write" in permissions.values()
+
+
+def rule_sandboxed(workflow: dict) -> list[str]:
+    """No sudo and no root at job time on a GPU runner; the history's benchmarks run through the runner's sandbox as
+    the gate's do: every `sgemm history|bisect|confirm` and `asv` line of a main step starts with `sandboxed`, a
+    function of that step that runs SANDBOX with every card bound in (--gpu all) and no fallback."""
+    problems = []
+    for name, job in self_hosted(workflow):
+        for step in job["steps"]:
+            if re.search(r"\bsudo\b|\bjob-launch\b", step.get("run", "")):
+                problems.append(f"{name}: {step.get('name')!r} runs something as root (sudo): the sandbox needs none")
+        for step in job["steps"]:
+            path = str(step.get("with", {}).get("path", ""))
+            if uses(step) == "actions/upload-artifact" and "gpu-untrusted" in runner_labels(job) and \
+                    path.rstrip("/") != "${{ runner.temp }}/sgemm-job/report":
+                problems.append(f"{name}: uploads {path}, not the judge's report folder alone")
+        main = next((step for step in job["steps"] if step.get("id") == "main"), {})
+        script = re.sub(r"\\\n\s*", " ", main.get("run", ""))
+        if "gpu-untrusted" in runner_labels(job):
+            if not re.search(rf"^SGEMM_SANDBOX={re.escape(SANDBOX)} sgemm gate .*--gpus ", script, re.M):
+                problems.append(f"{name}: the gate must run with SGEMM_SANDBOX={SANDBOX} and --gpus")
+            continue
+        function = re.search(r"^sandboxed\(\) \{(.*?)^\}$", script, re.M | re.S)
+        if not function or not re.search(rf"^\s*{re.escape(SANDBOX)} .*--gpu all .*-- \"\$@\"$", function.group(1),
+                                         re.M) or function.group(1).count('"$@"') != 1:
+            problems.append(f"{name}: a `sandboxed` function must run {SANDBOX} --gpu all ... -- \"$@\" alone")
+        for line in script.splitlines():
+            if re.search(r"^\s*(\w+=\S*\s+)*(sgemm (history|bisect|confirm)|asv)\s", line) and \
+                    not line.strip().startswith("sandboxed "):
+                problems.append(f"{name}: {line.strip()[:80]!r} runs benchmarks outside the sandbox")
+    return problems
+
+
+def rule_cpu_check(workflow: dict) -> list[str]:
+    """The job that runs `sgemm gate --dry-run --cpu-check` is GitHub-hosted with a read-only token and no secret,
+    reads the plan with a missing file or field meaning the GPU is needed, and the GPU job is skipped only on a
+    plain `false` from it."""
+    problems = []
+    for name, job in workflow["jobs"].items():
+        script = " ".join(step.get("run", "") for step in job.get("steps", []))
+        if "--cpu-check" not in script:
+            continue
+        if on_own_runner(job):
+            problems.append(f"{name}: the CPU check runs on a self-hosted runner")
+        if job.get("permissions") != {"contents": "read"} or TOKEN.search(json.dumps(job)):
+            problems.append(f"{name}: the CPU check must hold contents: read alone and no token")
+        if not re.search(r"--dry-run --cpu-check\s*\\?\s*--plan ", script):
+            problems.append(f"{name}: the CPU check must write its plan (--dry-run --cpu-check --plan FILE)")
+        if 'is False else "true"' not in script or "|| echo true)" not in script:
+            problems.append(f"{name}: anything but a plan saying false must read as gpu_needed=true")
+        for other, gpu_job in workflow["jobs"].items():
+            if f"needs.{name}.outputs.gpu_needed" in str(gpu_job.get("if", "")) and on_own_runner(gpu_job) and \
+                    CPU_CHECK_CONDITION.replace("cpu-check", name) not in " ".join(str(gpu_job["if"]).split()):
+                problems.append(f"{other}: skipped on anything but gpu_needed != 'false' from {name}")
+    return problems
 
 
 def _runs_from(script: str, folders: list[str]):
@@ -196,7 +271,8 @@ def rule_untrusted_data(workflow: dict) -> list[str]:
     problems, downloaded = [], {}
     for name, step in steps(workflow):
         script = step.get("run", "")
-        if events(workflow) & PR_EVENTS and re.search(r"GITHUB_ENV|GITHUB_PATH", script):
+        if events(workflow) & PR_EVENTS and re.search(r"GITHUB_ENV|GITHUB_PATH|_runner_file_commands|set_env_|"
+                                                      r"add_path_", script):
             problems.append(f"{name}: {step.get('name')!r} writes $GITHUB_ENV or $GITHUB_PATH")
         if events(workflow) & PR_EVENTS and (match := EVALUATES.search(script)):
             problems.append(f"{name}: {step.get('name')!r} evaluates text ({match.group().strip()!r})")
@@ -218,6 +294,9 @@ def rule_write_token(workflow: dict) -> list[str]:
         problems += [f"{name}: {step.get('name') or step.get('uses')!r} runs code beside a token that may write"
                      for step in job["steps"]
                      if PROJECT_CODE.search(step.get("run", "")) or uses(step).startswith("actions/setup-")]
+        # A third party's action gets the job's token through its own default input (${{ github.token }}).
+        problems += [f"{name}: uses {uses(step)}, which would hold the token that may write" for step in job["steps"]
+                     if uses(step) and not uses(step).startswith("actions/")]
     return problems
 
 
@@ -263,10 +342,18 @@ def rule_approval(workflow: dict) -> list[str]:
             problems.append(f"{name}: continue-on-error lets a failed check through")
     problems += _review_problems(approve)
     revoke = jobs.get("revoke", {})
-    if "labels/gpu-gate-approved" not in json.dumps(revoke.get("steps", [])) or \
+    runs = [step.get("run", "").strip() for step in revoke.get("steps", []) if "run" in step]
+    if runs != [REVOKE_RUN] or \
             "github.event.action != 'labeled'" not in " ".join(str(revoke.get("if", "")).split()):
-        problems.append("revoke: a push must take the approval label off")
+        problems.append(f"revoke: a push must take the approval label off (one step: {REVOKE_RUN})")
+    trigger = workflow.get("on") if isinstance(workflow.get("on"), dict) else {}
+    types = set((trigger.get("pull_request_target") or {}).get("types", []))
+    if not {"synchronize", "reopened", "edited"} <= types:
+        problems.append("revoke: a push, a reopen and a retargeted base (edited) must each reach revoke")
     return problems
+
+
+REVOKE_RUN = 'gh api --method DELETE "repos/$GITHUB_REPOSITORY/issues/$PR_NUMBER/labels/gpu-gate-approved" --silent'
 
 
 # The approving review the label's author gave on the event's head: all three, joined by `and`.
@@ -336,7 +423,8 @@ def rule_contains_the_job(workflow: dict) -> list[str]:
 
 RULES = {rule.__name__[5:].replace("_", " "): rule for rule in (
     rule_runners, rule_no_token, rule_ends_its_processes, rule_code_only_through_checkout, rule_untrusted_data,
-    rule_write_token, rule_approval, rule_contains_the_job, rule_pushes_results_alone)}
+    rule_write_token, rule_approval, rule_contains_the_job, rule_pushes_results_alone, rule_sandboxed,
+    rule_cpu_check)}
 
 
 def problems(workflow: dict) -> list[tuple[str, str]]:
