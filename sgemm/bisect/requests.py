@@ -167,11 +167,11 @@ def bisect(request: BisectRequest, make_source: SourceMaker | None = None) -> tu
     chosen = plan_bisect(request)
     if isinstance(chosen, str):
         return chosen, Path()
-    limits = request.limits
+    limits, noise_said = request.limits, ""
     if limits.pooled and limits.noise is None:
         noise, where = noise_entry(request.repo, chosen.machine, chosen.target.case, chosen.target.size)
         limits = replace(limits, noise=noise)
-        print(f"sgemm bisect: the noise file's entry: {'from ' if noise else 'none: '}{where}", file=sys.stderr)
+        noise_said = f"the noise file's entry: {'from ' if noise else 'none: '}{where}"
     state = State.open(chosen.state, query_of(chosen.target, limits))  # BisectError: refused, left alone
     # The GPU before a word of the search: without one (NoGpuError) the command says so alone.
     source = (make_source or PairedBuilds.on_this_gpu)(request.repo, chosen.target.good, chosen.kernel,
@@ -179,6 +179,9 @@ def bisect(request: BisectRequest, make_source: SourceMaker | None = None) -> tu
 
     def say(text: str) -> None:
         print(f"sgemm bisect: {text}", file=sys.stderr)
+
+    if noise_said:
+        say(noise_said)
 
     say(f"{chosen.target.label}: {counted(len(chosen.chain.commits), 'commit')} after the good end "
         f"{chosen.target.good[:12]} up to the bad end {chosen.target.bad[:12]} (first-parent line); state in "

@@ -210,7 +210,8 @@ def build_ahead(kernel: Kernel) -> None:
 def run_round(plan: dict, out: Path) -> None:
     """Measure every case of the plan, appending a line of JSON a case to `out`.
 
-    The plan: {"trees": {label: folder}, "device": 0, "settings": {PairedSettings fields},
+    The plan: {"trees": {label: folder}, "device": 0 (the judge's number for the card), "cuda_device": 0 (this
+    process's, where the judge narrowed what it sees to that card), "settings": {PairedSettings fields},
     "cases": [{"label": ..., "kernels": {label: kernel name in that tree}, "shape": [m, n, k]}],
     "max_s": {label: seconds}} (optional: a case's own time limit in this round, in place of the settings').
     A line: {"label", "ratio", "interval", "pairs", "pair_ratios", "method", "launches_per_block", "seconds",
@@ -223,7 +224,7 @@ def run_round(plan: dict, out: Path) -> None:
     from .. import sourcetree
     from .telemetry import CardReadings, other_processes
 
-    device = only_card(plan.get("device", 0))
+    device = plan.get("cuda_device", plan.get("device", 0))
     settings = PairedSettings(**plan.get("settings", {}))
     trees = {label: sourcetree.kernels(Path(folder)) for label, folder in plan["trees"].items()}
     readings = CardReadings.of(device)
@@ -243,23 +244,6 @@ def run_round(plan: dict, out: Path) -> None:
                 line = _case_line(case, trees, capped, readings)
             lines.write(json.dumps(line) + "\n")
             lines.flush()
-
-
-def only_card(device: int) -> int:
-    """Make the card this process's CUDA numbers `device` the only one it sees, before CUDA starts, and return its
-    number then (0). A round process that saw every card of a box held a context on the first of them too: there it
-    counted as a co-tenant of that card's own round, which stopped the gate (four H100s, `--gpus all`). Where NVML
-    cannot list the cards, the process is left as it is."""
-    from .cards import VISIBLE_VARIABLE, CardsError, visible_cards
-
-    try:
-        cards = visible_cards()
-    except CardsError:
-        return device
-    if not 0 <= device < len(cards):
-        return device  # CUDA says what is wrong with it, in the round's log
-    os.environ[VISIBLE_VARIABLE] = cards[device].uuid
-    return 0
 
 
 def _case_line(case: dict, trees: dict[str, dict[str, Kernel]], settings: PairedSettings, readings) -> dict:

@@ -72,6 +72,16 @@ def box_gpus() -> list[tuple[str, str]]:
     return [(_text(pynvml.nvmlDeviceGetName(h)), _text(pynvml.nvmlDeviceGetUUID(h))) for h in handles]
 
 
+def device_minor(uuid: str) -> int:
+    """The number of the card's device node (/dev/nvidiaN), which a sandbox binds; CUDA's numbering of the cards may
+    differ from it (CUDA_VISIBLE_DEVICES)."""
+    pynvml = _nvml()
+    try:
+        return int(pynvml.nvmlDeviceGetMinorNumber(pynvml.nvmlDeviceGetHandleByUUID(uuid)))
+    except pynvml.NVMLError as exc:
+        raise TelemetryUnavailable(f"NVML cannot say the device node of {uuid}: {exc}") from exc
+
+
 def nvml_handle(cuda_device: int | None = 0):
     """The NVML handle of a CUDA device (by PCI bus id). Where CUDA cannot name the device (no CuPy, no driver), NVML's
     only device on a box of one; on a box of several a guess could read another card's clock and tenants, so

@@ -39,6 +39,7 @@ from .. import sourcetree
 from ..contained import contained
 from ..catalogue import Kernel
 from ..measuring.build import kernel_source
+from ..measuring.cards import VISIBLE_VARIABLE
 from ..measuring.paired import TRIMMED_MEAN, PairedSettings
 from .evidence import Case, Noise, PairedRounds
 from .pairs import Pair
@@ -382,14 +383,20 @@ class PairedSession:
         number, self.next_round = self.next_round, self.next_round + 1
         plan_path = self.rounds_dir / f"round-{number}.plan.json"
         out, log = (self.rounds_dir / f"round-{number}.jsonl", self.rounds_dir / f"round-{number}.log")
-        plan_path.write_text(json.dumps(self._plan(labels, device)))
+        narrowed = one_card(device)
+        plan = self._plan(labels, device)
+        if narrowed:
+            plan["cuda_device"] = 0
+        plan_path.write_text(json.dumps(plan))
         where = f" on GPU {device}" if len(self.devices) > 1 else ""
         print(f"sgemm gate: round {number}: {len(labels)} cases paired in one process{where}", file=sys.stderr)
         out.write_bytes(b"")  # the one file the round's process may write, made by the judge
         command = contained([*ROUND_COMMAND, str(plan_path), str(out)], readable=[self.work_dir], writable=[out],
-                            devices=[device])
+                            devices=[narrowed.node if narrowed else device],
+                            env={VISIBLE_VARIABLE: narrowed.uuid} if narrowed else None)
+        environment = {**os.environ, VISIBLE_VARIABLE: narrowed.uuid} if narrowed else None
         with open(log, "w") as stderr:
-            process = subprocess.Popen(command, stdout=stderr, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(command, stdout=stderr, stderr=subprocess.STDOUT, env=environment)
         return number, out, log, process
 
     def _rounds(self, by_device: dict[int, list[str]]) -> None:
@@ -435,6 +442,32 @@ def case_cost(pair: Pair) -> float:
     """What a case's round is guessed to cost, from its shape."""
     m, n, k = pair.head.shape
     return CASE_FLOOR_S + WORK_4096_S * m * n * k / 4096 ** 3
+
+
+@dataclass(frozen=True)
+class OneCard:
+    """A card as a round's process is given it: CUDA_VISIBLE_DEVICES naming its UUID, and its device node's number
+    for a sandbox to bind."""
+
+    uuid: str
+    node: int
+
+
+def one_card(device: int) -> OneCard | None:
+    """The card this process numbers `device`, to be the only one its round's process sees: one that saw every card
+    of a box held a context on the first of them too, where that card's own round counted it as a co-tenant and
+    stopped the gate (four H100s, --gpus all). None where NVML cannot list the cards (a box of one, as far as this
+    process can tell): the process is then started as it is."""
+    from ..measuring.cards import CardsError, visible_cards
+    from ..measuring.telemetry import TelemetryUnavailable, device_minor
+
+    try:
+        cards = visible_cards()
+        if not 0 <= device < len(cards):
+            return None  # CUDA says what is wrong with it, in the round's log
+        return OneCard(cards[device].uuid, device_minor(cards[device].uuid))
+    except (CardsError, TelemetryUnavailable):
+        return None
 
 
 def spread_by_cost(costs: dict[str, float], devices: list[int]) -> dict[str, int]:

@@ -779,6 +779,58 @@ def test_cases_are_spread_over_the_cards_by_cost_each_keeping_its_card_and_judge
     assert "spread over 2 GPUs (0, 1) by cost, each case's rounds on one card" in markdown(result, "H100")
 
 
+def test_each_round_process_sees_only_its_own_card_and_a_sandbox_binds_that_cards_node(fixed_repo, tmp_path,
+                                                                                       monkeypatch):
+    # Seeing every card of the box, each round's process held a context on the first card too, where that card's own
+    # round counted them as co-tenants (four H100s under CUDA_VISIBLE_DEVICES=1,2,3): the judge narrows each process
+    # to its card by UUID, and names the card's device node, not CUDA's number for it, to a sandbox.
+    repo, _, base, head = fixed_repo
+    where = tmp_path / "narrowed"
+    where.mkdir()
+    (where / "fake-ratios.json").write_text(json.dumps({"ratios": FIXED_RATIOS, "spread": FIXED_SPREAD,
+                                                        "cut_after": None}))
+    monkeypatch.setattr(session, "one_card", lambda device: session.OneCard(f"GPU-{device}", 10 + device))
+    started = []
+    real_popen = session.subprocess.Popen
+
+    def popen(command, **options):
+        started.append((command, options.get("env") or {}))
+        return real_popen(command, **options)
+
+    monkeypatch.setattr(session.subprocess, "Popen", popen)
+    sandboxed = []
+    monkeypatch.setattr(session, "contained", lambda command, **options: sandboxed.append(options) or command)
+    selection = select_kernels(str(repo), base, head)
+    cases = [SuiteCase.square(name, 4096) for name in selection.kernels if "cublas" not in name]
+    run_gate(repo, base, head, selection, cases, "gpu-box", where / "gate", Settings(rounds=3, max_rounds=3,
+             time_unchanged=True), gpu_check=lambda device, timeout: None, devices=[0, 1])
+    for path in (where / "gate" / "paired" / "rounds").glob("*.plan.json"):
+        plan = json.loads(path.read_text())
+        assert plan["cuda_device"] == 0 and plan["device"] in (0, 1)
+    rounds = [env for command, env in started if any(str(part).endswith(".plan.json") for part in command)]
+    assert rounds and len(rounds) == len(sandboxed)
+    seen = {env["CUDA_VISIBLE_DEVICES"] for env in rounds}
+    assert seen == {"GPU-0", "GPU-1"}
+    assert {tuple(options["devices"]) for options in sandboxed} == {(10,), (11,)}
+    assert {options["env"]["CUDA_VISIBLE_DEVICES"] for options in sandboxed} == {"GPU-0", "GPU-1"}
+
+
+def test_a_card_is_narrowed_by_its_uuid_and_left_alone_where_nvml_cannot_list_the_cards(monkeypatch):
+    from sgemm.measuring import cards, telemetry
+
+    box = [cards.Card(index, "NVIDIA H100 80GB HBM3", f"GPU-{index}") for index in range(3)]
+    monkeypatch.setattr(cards, "visible_cards", lambda: box)
+    monkeypatch.setattr(telemetry, "device_minor", lambda uuid: 7)
+    assert session.one_card(2) == session.OneCard("GPU-2", 7)
+    assert session.one_card(3) is None
+
+    def no_nvml():
+        raise cards.CardsError("NVML is not available")
+
+    monkeypatch.setattr(cards, "visible_cards", no_nvml)
+    assert session.one_card(0) is None
+
+
 def test_the_gpus_asked_for_are_checked_against_the_cards_the_process_may_use(kernel_repo, monkeypatch, capsys):
     from sgemm import cli
     from sgemm.measuring import cards

@@ -3,7 +3,6 @@ builds checked against FP64 and timed paired."""
 
 import json
 import math
-import os
 import shutil
 import subprocess
 import sys
@@ -179,24 +178,3 @@ def test_a_round_gives_each_case_the_time_its_plan_names(tmp_path, monkeypatch):
     ab.run_round(plan, tmp_path / "out.jsonl")
     assert given == {"far": 11.5, "near": 4.0}
 
-
-def test_a_round_process_sees_only_its_own_card(monkeypatch):
-    # Seeing every card of the box, a round process held a context on the first one too, and the round there counted
-    # it as a co-tenant: each round's process is narrowed to its card before CUDA starts.
-    from sgemm.measuring import cards
-
-    box = [cards.Card(index, "NVIDIA H100 80GB HBM3", f"GPU-{index}") for index in range(3)]
-    monkeypatch.setattr(cards, "visible_cards", lambda: box)
-    monkeypatch.setenv(cards.VISIBLE_VARIABLE, "1,2,3")
-    assert ab.only_card(2) == 0 and os.environ[cards.VISIBLE_VARIABLE] == "GPU-2"
-
-
-def test_a_round_process_is_left_as_it_is_where_nvml_cannot_list_the_cards(monkeypatch):
-    from sgemm.measuring import cards
-
-    def no_nvml():
-        raise cards.CardsError("NVML is not available")
-
-    monkeypatch.setattr(cards, "visible_cards", no_nvml)
-    monkeypatch.setenv(cards.VISIBLE_VARIABLE, "1,2")
-    assert ab.only_card(1) == 1 and os.environ[cards.VISIBLE_VARIABLE] == "1,2"
