@@ -5,14 +5,15 @@ name the slowed kernels (with their precision twins, where they share the code) 
 else.
 
 Three scenarios (--scenario):
-  warptile  10 commits; the sixth makes every block of fp32/warptile spin for SM cycles proportional to K before it
-            starts (about 3% longer); judged on its time (track_time) at 4096, beside fp32/cublas and fp32/float4.
-  hopper    10 commits; the sixth makes the TMA-store epilogue of kernels/wgmma_specialized.cu spin for SM cycles each
-            tile (about 1% longer at 8192), which fp16/ and bf16/wgmma_grouped_tma_store share; judged on their time
-            over the reference build (track_time_over_reference: the kernel as the branch's base has it and as the
-            commit has it, timed paired in one process), since at 8192 the card runs at its power cap and its clock
-            moves the raw time by several percent between processes. Beside them fp16/wgmma_cluster (the same file,
-            an unchanged program) and fp16/cublas.
+  warptile  20 commits (the watch reads a series from its twentieth figure); the eleventh makes every block of
+            fp32/warptile spin for SM cycles proportional to K before it starts (about 3% longer); judged on its time
+            (track_time) at 4096, beside fp32/cublas and fp32/float4.
+  hopper    20 commits; the eleventh makes the TMA-store epilogue of kernels/wgmma_specialized.cu spin for SM cycles
+            each tile (about 1% longer at 8192), which fp16/ and bf16/wgmma_grouped_tma_store share; judged on their
+            time over the reference build, L2 flushed (track_time_over_reference_flushed: the kernel as the branch's
+            base has it and as the commit has it, timed paired in one process), since at 8192 the card runs at its
+            power cap and its clock moves the raw time by several percent between processes. Beside them
+            fp16/wgmma_cluster (the same file, an unchanged program) and fp16/cublas.
   watch     22 commits and both edits: the eighth slows the Hopper pair by about 1% at 8192, the fifteenth
             fp32/warptile by about 2% at 4096; every case judged on its time over the reference build, beside
             fp16/cublas, fp16/wgmma_cluster (8192) and fp32/float4 (4096).

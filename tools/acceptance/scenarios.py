@@ -82,7 +82,7 @@ SCENARIOS = {
     "warptile": Scenario("warptile", 20, (Slowdown(11, ("fp32/warptile",), WARPTILE_SOURCE, 4096, 3.0),),
                          (("fp32/cublas", 4096), ("fp32/float4", 4096)), asvsuite.TIME, 0.02, False,
                          (("fp32/cublas", 2.66e-3), ("fp32/float4", 3.91e-3), ("fp32/warptile", 5.05e-3)), 0.001),
-    "hopper": Scenario("hopper", 10, (Slowdown(6, HOPPER_PAIR, HOPPER_SOURCE, 8192, 1.0),),
+    "hopper": Scenario("hopper", 20, (Slowdown(11, HOPPER_PAIR, HOPPER_SOURCE, 8192, 1.0),),
                        (("fp16/cublas", 8192), ("fp16/wgmma_cluster", 8192)), asvsuite.OVER_REFERENCE_FLUSHED, 0.005,
                        True),
     "watch": Scenario("watch", 22, (Slowdown(8, HOPPER_PAIR, HOPPER_SOURCE, 8192, 1.0),
