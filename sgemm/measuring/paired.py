@@ -28,6 +28,7 @@ MAX_BLOCK_LAUNCHES = 200  # with two more blocks queued, still inside the driver
 # Blocks released behind the one running: the host's reads and stopping checks must fit in the time they take, or the
 # GPU would idle before the next block.
 AHEAD = 2
+IDLE_GAP_S = 50e-6  # a gap between blocks longer than a few kernel launches' worth: the GPU waited for the host
 HOLD_TIMEOUT_NS = 10_000_000_000  # a block's blocker gives up after 10 s: a host that died never holds the GPU
 # Warm-up ends once the median of the first build's last STEADY_WINDOW blocks is within STEADY_TOLERANCE of the
 # STEADY_WINDOW before: a card that starts cold or idle reaches the clock of its load over the first second or so.
@@ -107,6 +108,8 @@ class PairedTiming:
     estimator: str = MEDIAN
     idle_s: float = 0.0  # the GPU's idle time between the counted blocks, read from their events
     counted_s: float = 0.0  # how long the counted blocks took, from the first one's start to the last one's end
+    gaps: int = 0  # gaps between counted blocks longer than IDLE_GAP_S, and the longest of all
+    longest_gap_s: float = 0.0
 
     @property
     def idle_share(self) -> float:
@@ -395,14 +398,16 @@ class _Run:
             self._seconds[index] = self.blocks.seconds_per_launch(self.queued[index][1])
         return self._seconds[index]
 
-    def idle_s(self, first: int, end: int) -> tuple[float, float]:
-        """The GPU's idle time between blocks first..end-1, and the time from the first one's start to the last
-        one's end."""
+    def idle_s(self, first: int, end: int) -> tuple[float, float, int, float]:
+        """The GPU's idle time between blocks first..end-1, the time from the first one's start to the last one's
+        end, and how many of the gaps were longer than IDLE_GAP_S and the longest: whether the idle time is many
+        short waits or a few stalls says where the host lost it."""
         blocks = [block for _, block in self.queued[first:end]]
         if len(blocks) < 2:
-            return 0.0, 0.0
-        return (sum(self.blocks.gap_s(a, b) for a, b in zip(blocks, blocks[1:])),
-                self.blocks.span_s(blocks[0], blocks[-1]))
+            return 0.0, 0.0, 0, 0.0
+        gaps = [self.blocks.gap_s(a, b) for a, b in zip(blocks, blocks[1:])]
+        return (sum(gaps), self.blocks.span_s(blocks[0], blocks[-1]), sum(gap > IDLE_GAP_S for gap in gaps),
+                max(gaps))
 
     def energy_j(self, first: int, end: int) -> float:
         """The board's energy from block `first`'s start to block `end`'s."""
@@ -503,9 +508,9 @@ def time_paired(launches: Sequence[Launch], blocks: Blocks, readings: Readings |
     ratios = [pair_ratios(timings[0].seconds_per_launch, timings[j].seconds_per_launch) for j in range(1, builds)]
     counted_launches = sum(t.launches for t in timings)
     case_joules = run.energy_j(first_counted, end_counted) / counted_launches if counted_launches else math.nan
-    idle_s, counted_s = run.idle_s(first_counted, end_counted)
+    idle_s, counted_s, gaps, longest_gap_s = run.idle_s(first_counted, end_counted)
     return PairedTiming(timings, count, ratios, warmed_up - started, now() - started, settings.method, case_joules,
-                        settings.estimator, idle_s, counted_s)
+                        settings.estimator, idle_s, counted_s, gaps, longest_gap_s)
 
 
 def _solo(run: _Run, builds: int, index: int, running: int, first_counted: int,

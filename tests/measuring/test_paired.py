@@ -327,6 +327,8 @@ def test_idle_gaps_are_counted_when_the_host_falls_behind():
     gpu = HostAndGpu([1e-3, 1e-3], query_s=30e-3)  # a host far slower than the GPU: every block waits
     timing = timed(gpu, warmup_s=0.0, max_warmup_s=0.0, max_s=0.5, min_s=0.0, min_pairs=2, target_half_width=0.0)
     assert timing.idle_share > 0.5 and timing.idle_s > 0
+    # The waits are counted and the longest kept: here a few long stalls, at the stopping checks.
+    assert timing.gaps >= 1 and timing.idle_s / timing.gaps <= timing.longest_gap_s <= timing.idle_s
 
 
 class SlowEnergyReadings:

@@ -77,7 +77,10 @@ def one_process(kernel_name: str, size: int) -> dict:
                      CardReadings.of(0))
     timing = result.timing
     return {"case": f"{kernel_name}:{size}", "ratio": result.ratio(), "log_ratio": math.log(result.ratio()),
-            "pairs": timing.pairs, "idle_share": timing.idle_share, "method": timing.method}
+            "pairs": timing.pairs, "idle_share": timing.idle_share, "method": timing.method,
+            # where an idle GPU's time went: the blocks' size, and many short waits or a few stalls
+            "launches_per_block": timing.launches_per_block, "counted_s": timing.counted_s,
+            "long_gaps": timing.gaps, "longest_gap_s": timing.longest_gap_s}
 
 
 def run_case(case: str, processes: int) -> tuple[list[dict], str | None]:
