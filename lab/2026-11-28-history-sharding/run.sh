@@ -4,7 +4,8 @@
 # timeline of its serial parts), the estimate's error at every line, the case sets compared and the over-reference
 # track of each sharded run against the one-GPU run. Arguments: the GPU counts to run (default "1 2 4"; the first is
 # the baseline the others are compared with); `compare 1 2 4` runs nothing and compares the results the runs before
-# left in /tmp (a warm box), for runs split over several calls of ten minutes.
+# left: in /tmp on a box still warm, or, since a lent box starts bare at every call, the results-gpus-N.tar.gz each
+# run writes to $OUT, carried back in a folder .hist/ of the checkout.
 # Run from the repository root with .whl (the offline wheelhouse), .bundle/main.bundle (`git bundle create
 # .bundle/main.bundle main`: the device's copy of the checkout may be stale) and, for the site, .npm-cache. Results
 # under $OUT.
@@ -28,7 +29,12 @@ origin=$src/.bundle/main.bundle
 [ -f "$origin" ] || origin=$src
 head=$(git ls-remote "$origin" refs/heads/main | cut -f1)
 echo "checkout: main at $head" | tee -a "$OUT/summary.txt"
-if [ "$compare_only" = 1 ]; then cd /tmp/hist; else
+if [ "$compare_only" = 1 ]; then
+    for n in $counts; do
+        [ -d "/tmp/hist-results-$n" ] || tar -xzf "$src/.hist/results-gpus-$n.tar.gz" -C /tmp
+    done
+    cd /tmp
+else
     rm -rf /tmp/hist && git clone -q "$origin" /tmp/hist && cd /tmp/hist && git checkout -q -B main "$head"
 fi
 site_args=(--no-site)
@@ -42,6 +48,7 @@ for n in $counts; do
     echo "--gpus $n: exit $? after ${SECONDS} s; $(grep -h 'timeline:' "$OUT/history-gpus-$n.log" | tail -n 1)" \
         | tee -a "$OUT/summary.txt"
     grep -h -e 'asv run: exit' -e ': asv run exit' -e 'joined in' "$OUT/history-gpus-$n.log" | tee -a "$OUT/summary.txt"
+    tar -czf "$OUT/results-gpus-$n.tar.gz" -C /tmp "hist-results-$n"
     python3 -m tools.acceptance.estimate_error "$OUT/history-gpus-$n.log" > "$OUT/estimate-gpus-$n.txt" 2>&1
     echo "--gpus $n estimate: exit $?; $(tail -n 1 "$OUT/estimate-gpus-$n.txt")" | tee -a "$OUT/summary.txt"
     for log in /tmp/hist-work-$n/logs/asv-run-*.log /tmp/hist-work-$n/gpu-*/asv.log; do
