@@ -16,6 +16,7 @@ measured:
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -26,7 +27,8 @@ from pathlib import Path
 from .. import sourcetree
 from ..contained import contained
 from ..rounds.pairs import Pair
-from ..rounds.session import RoundFileError, read_round_file
+from ..measuring.cards import VISIBLE_VARIABLE
+from ..rounds.session import RoundFileError, one_card, read_round_file
 
 PROBE = Path(__file__).with_name("launch_probe.py")
 PROBE_COMMAND = (sys.executable, "-P", str(PROBE))  # + PLAN OUT; -P: the probe's folder is not a package root
@@ -71,13 +73,18 @@ def run_probe(code: Path, tree: Path, cases: list[dict], device: int, where: Pat
     failure to run at all is LaunchCompareError."""
     where.mkdir(parents=True, exist_ok=True)
     plan, out, log = where / "plan.json", where / "launches.json", where / "probe.log"
-    plan.write_text(json.dumps({"code": str(code), "tree": str(tree), "device": device, "cases": cases}))
+    narrowed = one_card(device)  # the probe sees its card alone, as a round's process does
+    plan.write_text(json.dumps({"code": str(code), "tree": str(tree), "device": 0 if narrowed else device,
+                                "cases": cases}))
     out.unlink(missing_ok=True)
     out.write_bytes(b"")  # the one file the probe may write, made by the judge
     command = contained([*PROBE_COMMAND, str(plan), str(out)], readable=[code, tree, where], writable=[out],
-                        devices=[device], cwd=where)
+                        devices=[narrowed.node if narrowed else device], cwd=where,
+                        env={VISIBLE_VARIABLE: narrowed.uuid} if narrowed else None)
+    environment = {**os.environ, VISIBLE_VARIABLE: narrowed.uuid} if narrowed else None
     with open(log, "w") as stderr:
-        status = subprocess.run(command, stdout=stderr, stderr=subprocess.STDOUT, cwd=where).returncode
+        status = subprocess.run(command, stdout=stderr, stderr=subprocess.STDOUT, cwd=where,
+                                env=environment).returncode
     try:
         found = json.loads(read_round_file(out))
     except (OSError, ValueError, RoundFileError):

@@ -1,7 +1,9 @@
 """How the gate sorts the cases of a measuring-code change by their launches (sgemm.gate.launches), from
 descriptions written here; the probe that makes real ones runs on the GPU (test_launch_probe.py)."""
 
+import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +92,23 @@ def test_a_commits_code_is_exported_whole_and_compared_file_by_file(project_repo
     assert not launches.same_code(project_repo / "sgemm", tree)
     with pytest.raises(launches.LaunchCompareError, match="cannot export the code of no-such-com"):
         launches.export_code(project_repo, "no-such-commit", tmp_path / "other")
+
+
+def test_the_launch_probe_sees_its_card_alone_and_a_sandbox_binds_that_cards_node(tmp_path, monkeypatch):
+    from sgemm.rounds import session
+
+    monkeypatch.setattr(launches, "one_card", lambda device: session.OneCard(f"GPU-{device}", 5))
+    sandboxed, started = [], []
+    monkeypatch.setattr(launches, "contained", lambda command, **options: sandboxed.append(options) or command)
+
+    def run(command, **options):
+        started.append(options["env"])
+        plan = json.loads(Path(command[-2]).read_text())
+        Path(command[-1]).write_text(json.dumps({"cases": {"k 4096": {"device": plan["device"]}}}))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(launches.subprocess, "run", run)
+    found = launches.run_probe(tmp_path / "code", tmp_path / "tree", [], 2, tmp_path / "probe")
+    assert found == {"k 4096": {"device": 0}}  # CUDA's only card in the probe's process
+    assert started[0]["CUDA_VISIBLE_DEVICES"] == "GPU-2"
+    assert sandboxed[0]["devices"] == [5] and sandboxed[0]["env"] == {"CUDA_VISIBLE_DEVICES": "GPU-2"}
