@@ -411,16 +411,17 @@ def fixed_repo(kernel_repo, tmp_path, monkeypatch):
     return repo, commit, base, head
 
 
-def fixed_gate(repo, base, head, where: Path, cut=None, gpu_check=no_wait, **settings):
+def fixed_gate(repo, base, head, where: Path, cut=None, gpu_check=no_wait, sizes=(4096,), devices=None,
+               **settings):
     """A gate whose work folder is where/gate; `time_unchanged`, so that both changed kernels are timed."""
     where.mkdir(parents=True, exist_ok=True)
     (where / "fake-ratios.json").write_text(json.dumps({"ratios": FIXED_RATIOS, "spread": FIXED_SPREAD,
                                                         "cut_after": cut}))
     selection = select_kernels(str(repo), base, head)
-    cases = [SuiteCase.square(name, 4096) for name in selection.kernels if "cublas" not in name]
+    cases = [SuiteCase.square(name, size) for name in selection.kernels if "cublas" not in name for size in sizes]
     return run_gate(repo, base, head, selection, cases, "gpu-box", where / "gate",
                     Settings(**{"rounds": 3, "max_rounds": 6, "time_unchanged": True, **settings}),
-                    gpu_check=gpu_check)
+                    gpu_check=gpu_check, devices=devices)
 
 
 def judged(result: GateResult) -> dict:
@@ -751,16 +752,10 @@ def test_cases_are_spread_over_the_cards_by_cost_each_keeping_its_card_and_judge
                                                                                                capsys):
     repo, _, base, head = fixed_repo
     where = tmp_path / "two"
-    where.mkdir()
-    (where / "fake-ratios.json").write_text(json.dumps({"ratios": FIXED_RATIOS, "spread": FIXED_SPREAD,
-                                                        "cut_after": None}))
-    selection = select_kernels(str(repo), base, head)
-    cases = [SuiteCase.square(name, size) for name in selection.kernels if "cublas" not in name
-             for size in (4096, 8192)]
     checked = []
-    result = run_gate(repo, base, head, selection, cases, "gpu-box", where / "gate",
-                      Settings(rounds=3, max_rounds=6, time_unchanged=True),
-                      gpu_check=lambda device, timeout: checked.append(device), devices=[0, 1])
+    result = fixed_gate(repo, base, head, where, gpu_check=lambda device, timeout: checked.append(device),
+                        sizes=(4096, 8192), devices=[0, 1])
+    asked = 2 * sum("cublas" not in name for name in select_kernels(str(repo), base, head).kernels)
     rounds = where / "gate" / "paired" / "rounds"
     devices_of: dict[str, set] = {}
     for path in rounds.glob("*.plan.json"):
@@ -773,7 +768,7 @@ def test_cases_are_spread_over_the_cards_by_cost_each_keeping_its_card_and_judge
     big = [label for label in devices_of if "8192" in label]
     assert len(big) == 2 and {next(iter(devices_of[label])) for label in big} == {0, 1}
     assert result.cards == {label: next(iter(devices)) for label, devices in devices_of.items()}
-    assert {c.level.family for c in result.judged} == {len(cases)}
+    assert {c.level.family for c in result.judged} == {asked}
     assert judged(result)[WARPTILE][0] is Verdict.REGRESSION
     assert "round 1: 2 cases paired in one process on GPU 0" in capsys.readouterr().err
     assert "spread over 2 GPUs (0, 1) by cost, each case's rounds on one card" in markdown(result, "H100")
@@ -786,9 +781,6 @@ def test_each_round_process_sees_only_its_own_card_and_a_sandbox_binds_that_card
     # to its card by UUID, and names the card's device node, not CUDA's number for it, to a sandbox.
     repo, _, base, head = fixed_repo
     where = tmp_path / "narrowed"
-    where.mkdir()
-    (where / "fake-ratios.json").write_text(json.dumps({"ratios": FIXED_RATIOS, "spread": FIXED_SPREAD,
-                                                        "cut_after": None}))
     monkeypatch.setattr(session, "one_card", lambda device: session.OneCard(f"GPU-{device}", 10 + device))
     started = []
     real_popen = session.subprocess.Popen
@@ -800,10 +792,7 @@ def test_each_round_process_sees_only_its_own_card_and_a_sandbox_binds_that_card
     monkeypatch.setattr(session.subprocess, "Popen", popen)
     sandboxed = []
     monkeypatch.setattr(session, "contained", lambda command, **options: sandboxed.append(options) or command)
-    selection = select_kernels(str(repo), base, head)
-    cases = [SuiteCase.square(name, 4096) for name in selection.kernels if "cublas" not in name]
-    run_gate(repo, base, head, selection, cases, "gpu-box", where / "gate", Settings(rounds=3, max_rounds=3,
-             time_unchanged=True), gpu_check=lambda device, timeout: None, devices=[0, 1])
+    fixed_gate(repo, base, head, where, max_rounds=3, devices=[0, 1])
     for path in (where / "gate" / "paired" / "rounds").glob("*.plan.json"):
         plan = json.loads(path.read_text())
         assert plan["cuda_device"] == 0 and plan["device"] in (0, 1)
