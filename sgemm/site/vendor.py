@@ -491,15 +491,20 @@ def _closing(tags: list[_Tag], at: int) -> int | None:
     return None
 
 
+def _index_page(html_dir: str | os.PathLike) -> tuple[Path, str]:
+    """The site's index.html and its text; SiteError where there is none to read."""
+    index = Path(html_dir) / "index.html"
+    try:
+        return index, index.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise SiteError(f"{index}: cannot read the site's index page ({exc}); run `asv publish` first") from exc
+
+
 def add_nav_link(html_dir: str | os.PathLike, href: str, label: str) -> bool:
     """Add a link to `href` (relative to the site's root, e.g. "gpus/index.html"), shown as `label`, to the navbar
     of the site's index.html, after asv's own pages. A link to the same href is updated, not added twice. Returns
     whether the page changed."""
-    index = Path(html_dir) / "index.html"
-    try:
-        text = index.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise SiteError(f"{index}: cannot read the site's index page ({exc}); run `asv publish` first") from exc
+    index, text = _index_page(html_dir)
     tags = _tags(text)
     navbar = next((at for at, tag in enumerate(tags)
                    if tag.name == "ul" and not tag.closing and _NAVBAR_CLASSES <= tag.classes()), None)
@@ -539,11 +544,7 @@ def add_nav_link(html_dir: str | os.PathLike, href: str, label: str) -> bool:
 def drop_nav_item(html_dir: str | os.PathLike, item_id: str) -> bool:
     """Take the navbar item `<li id="ITEM_ID">` out of the site's index.html (the page it leads to stays where it is).
     Returns whether the page changed: False where there is no such item."""
-    index = Path(html_dir) / "index.html"
-    try:
-        text = index.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise SiteError(f"{index}: cannot read the site's index page ({exc}); run `asv publish` first") from exc
+    index, text = _index_page(html_dir)
     tags = _tags(text)
     at = next((at for at, tag in enumerate(tags) if tag.name == "li" and not tag.closing and tag.get("id") == item_id),
               None)
