@@ -8,12 +8,14 @@
 #   3  the A/A Hopper gate and the common.cuh gate with --gpus 4, then the tile-order change (card 0) and the
 #      800-cycle epilogue spin (card 1) gated with default options, while cards 2-3 run the independent timer on the
 #      tile order at 4096 and on a sample of the common.cuh edit's kernels;
-#   4  the common.cuh edit gated at 4096 on one card.
+#   4  the common.cuh edit gated at 4096 on one card;
+#   tile  the tile-order change alone, gated with default options on card ${CARD:-0} (the rest of the box left to
+#      other work).
 # Phases 2 to 4 judge with the noise file main holds: commit phase 1's noise.json to noise/ first.
 # Run from the repository root with .whl (the offline wheelhouse) and .bundle/main.bundle carried
 # (`git bundle create .bundle/main.bundle main`). Everything lands in $OUT/phaseN.tar.gz and $OUT/summary.txt.
 set -uo pipefail
-phase=${1:?usage: run.sh 1|2|3|4}
+phase=${1:?usage: run.sh 1|2|3|4|tile}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 src=$PWD
@@ -126,6 +128,9 @@ case $phase in
     ;;
 4)
     gate common-one 0 "$common" --size 4096 --no-sweep
+    ;;
+tile)
+    limit=${TILE_LIMIT_S:-330} gate tile "${CARD:-0}" "$tile" --size 4096 --size 8192 --no-sweep
     ;;
 esac
 tar -czf "$OUT/phase$phase.tar.gz" -C $keep .

@@ -54,6 +54,8 @@ for n in $counts; do
     for log in /tmp/hist-work-$n/logs/asv-run-*.log /tmp/hist-work-$n/gpu-*/asv.log; do
         [ -f "$log" ] && { echo "== $log"; tail -n 30 "$log"; }
     done > "$OUT/asv-tails-gpus-$n.txt" 2>&1
+    # The whole asv log (each case's NVBench and pairing time, for the estimate's cost model).
+    cat /tmp/hist-work-$n/logs/asv-run-*.log 2>/dev/null | gzip > "$OUT/asv-log-gpus-$n.txt.gz"
 done
 # The case sets and the over-reference track of each run against the first one's.
 python3 - $counts <<'PY' | tee -a "$OUT/summary.txt"

@@ -5,7 +5,8 @@
 #   paired    a paired round inside the sandbox: the gate over a scratch commit that touches one kernel's source,
 #             --time-unchanged, fixed rounds, SGEMM_SANDBOX set;
 #   nvbench   an NVBench case inside it: the same gate --unpaired (asv continuous and NVBench in the sandbox);
-#   busy      the co-tenant check refusing a busy GPU: a CUDA process outside holds card 0, the gate must exit 2;
+#   busy      the co-tenant check refusing a busy GPU: a CUDA process outside holds the card (CUDA_VISIBLE_DEVICES's,
+#             else card 0), the gate on that card must exit 2;
 #   timing    the paired gate, fixed rounds, with and without the sandbox, three runs each, alternating back to back.
 # Run from the repository root with .whl (the offline wheelhouse), .deb/bubblewrap_*.deb (apt-get download
 # bubblewrap, Debian 12's 0.8.0) and .bundle/main.bundle (git bundle create .bundle/main.bundle sandbox). Runs as
@@ -24,6 +25,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target "$lab/site"
 origin=$src/.bundle/main.bundle
 [ -f "$origin" ] || origin=$src
 rm -rf "$lab/repo" && git clone -q "$origin" "$lab/repo"
+# A bundle of main names no HEAD: check main out by name.
+git -C "$lab/repo" checkout -q -B main origin/main 2>/dev/null || git -C "$lab/repo" checkout -q main
 export PYTHONPATH="$lab/site:$lab/repo" ASV_PYTHONPATH="$lab/site:$lab/repo" PIP_NO_INDEX=1 PIP_FIND_LINKS=$src/.whl
 export SGEMM_CUDA_SITE="$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'):$lab/site"
 export PYTHONUNBUFFERED=1 GIT_AUTHOR_NAME=lab GIT_AUTHOR_EMAIL=lab@box GIT_COMMITTER_NAME=lab GIT_COMMITTER_EMAIL=lab@box
@@ -49,7 +52,7 @@ git commit -qam "lab: touch $kernel"
 name=$(basename "$kernel" .cu)
 gate() {  # WORK [OPTIONS]...: the gate over HEAD~1..HEAD on one kernel at 4096, fixed rounds
     local work=$1; shift
-    python3 -m sgemm gate HEAD~1 HEAD --size 4096 --no-sweep --time-unchanged --rounds 3 --max-rounds 3 \
+    timeout "${GATE_LIMIT_S:-540}" python3 -m sgemm gate HEAD~1 HEAD --size 4096 --no-sweep --time-unchanged --rounds 3 --max-rounds 3 \
         --extra-rounds 0 --work "$work" "$@"
 }
 
@@ -77,7 +80,7 @@ if [[ " $steps " == *" busy "* ]]; then
     holder=$!
     for _ in $(seq 120); do [ -f /tmp/sgemm-lab-busy ] && break; sleep 0.5; done
     SECONDS=0
-    CUDA_VISIBLE_DEVICES=0 SGEMM_SANDBOX=$lab/job-sandbox timeout 540 gate "$lab/work-busy" > "$OUT/busy.log" 2>&1
+    CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} SGEMM_SANDBOX=$lab/job-sandbox gate "$lab/work-busy" > "$OUT/busy.log" 2>&1
     echo "busy GPU: exit $? after ${SECONDS} s: $(grep -i -m1 -E 'busy|shared|another' "$OUT/busy.log")" \
         | tee -a "$OUT/summary.txt"
     kill "$holder"; wait "$holder" 2>/dev/null; rm -f /tmp/sgemm-lab-busy

@@ -454,6 +454,9 @@ def time_paired(launches: Sequence[Launch], blocks: Blocks, readings: Readings |
     builds = len(launches)
     count = launches_per_block(seconds_per_launch, settings.block_s)
     run = _Run(launches, blocks, readings, count, settings.flush_l2)
+    # The stopping check's first interval loads SciPy (half a second): done now, or the GPU would sit idle that long
+    # in the middle of the counted blocks, the host too busy to release the next one.
+    estimate_interval([1.0] * MIN_PAIRS_FOR_INTERVAL, settings.estimator)
     started = now()
     run.begin([builds_order(builds, i) for i in range(AHEAD)])
     index = AHEAD  # of the next block to queue

@@ -361,3 +361,31 @@ def test_the_energy_is_read_only_where_a_window_ends_so_a_slow_reading_leaves_th
     assert timing.idle_share < 0.01
     assert readings.energy_reads == 2
     assert timing.joules_per_launch == pytest.approx(300.0 * 7e-3, rel=0.05)
+
+
+@pytest.mark.parametrize("estimator", [paired.MEDIAN, paired.TRIMMED_MEAN])
+def test_the_stopping_check_loads_what_it_needs_before_the_first_block_is_queued(monkeypatch, estimator):
+    # On an H100 the first interval's import of SciPy (half a second) came in the middle of the counted blocks, and
+    # the GPU sat idle that long behind a host that could not release the next block: 15-48% of a round idle.
+    import sys
+
+    import scipy
+
+    # SciPy loads its submodules lazily on attribute access: the attribute goes first, then the module.
+    monkeypatch.delattr(scipy, "special", raising=False)
+    monkeypatch.delitem(sys.modules, "scipy.special", raising=False)
+    monkeypatch.setattr(paired, "_order_statistic", paired._order_statistic.__wrapped__)
+    gpu = SimulatedGpu([1e-3, 1e-3])
+    loaded_at_first_queue = []
+    queue = gpu.queue
+
+    def watched_queue(launch, count, flush_l2):
+        if not loaded_at_first_queue:
+            loaded_at_first_queue.append("scipy.special" in sys.modules)
+        return queue(launch, count, flush_l2)
+
+    gpu.queue = watched_queue
+    settings = PairedSettings(warmup_s=0.02, max_warmup_s=0.05, min_pairs=6, min_s=0.05, max_s=0.2,
+                              estimator=estimator)
+    time_paired(launches(2), gpu, gpu, settings, seconds_per_launch=1e-3, now=gpu.now)
+    assert loaded_at_first_queue == [True]

@@ -12,11 +12,12 @@ launches of one build on one set of arrays:
 Each build is checked against FP64, then after WARMUP_S of alternating runs, runs are timed for --seconds; the ratio
 is the median of the second tree's runs (per launch) over the first's. Its 95% interval comes from WINDOWS equal
 stretches of the timed runs, each giving the same ratio of medians: a t-interval on their logarithms, around the
-ratio of the whole. With --flush-l2, a buffer twice the L2 is written before every launch, outside the events, and
-each launch is a run of its own.
+ratio of the whole. With --flush-l2, a buffer twice the L2 is written before every launch, outside the events
+(by a CuPy kernel, or with --flush-with memset by cudaMemsetAsync), and each launch is a run of its own.
 
 Usage, from the repository root (on a GPU box):
     python -m tools.acceptance.ab_events TREE_A TREE_B KERNEL SIZE [--seconds 6] [--run 10] [--flush-l2]
+                                             [--flush-with fill|memset]
 (a tree is a folder holding kernels/ and sgemm/catalogue.toml, e.g. from `git archive`). Prints one line of JSON.
 """
 
@@ -47,6 +48,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--run", type=integer_at_least(1, "--run"), default=10, help="launches a timed run")
     parser.add_argument("--flush-l2", action="store_true")
+    parser.add_argument("--flush-with", choices=("fill", "memset"), default="fill",
+                        help="how the buffer is written: a CuPy kernel (fill) or cudaMemsetAsync, as the paired "
+                             "timer and NVBench write theirs")
     args = parser.parse_args()
 
     import cupy
@@ -61,6 +65,13 @@ def main() -> int:
     errors = [verify(problem) for problem in problems]
     flush = cupy.empty(2 * cupy.cuda.Device().attributes["L2CacheSize"], dtype=cupy.uint8)
     launches = 1 if args.flush_l2 else args.run
+
+    def write_flush(value: int) -> None:
+        if args.flush_with == "fill":
+            flush.fill(value)
+        else:
+            cupy.cuda.runtime.memsetAsync(flush.data.ptr, value, flush.nbytes, cupy.cuda.get_current_stream().ptr)
+
     times: list[list[float]] = [[], []]
     windows: list[list[int]] = [[], []]  # which stretch of the timed runs each run falls in
     started = time.monotonic()
@@ -73,7 +84,7 @@ def main() -> int:
             turn += 1
             for build in order:
                 if args.flush_l2:
-                    flush.fill(turn % 251)
+                    write_flush(turn % 251)
                 start, end = cupy.cuda.Event(), cupy.cuda.Event()
                 start.record()
                 for _ in range(launches):
@@ -91,7 +102,7 @@ def main() -> int:
     print(json.dumps({"kernel": args.kernel, "size": args.size, "ratio": b / a, "interval": interval(times, windows),
                       "median_s": [a, b],
                       "runs": [len(t) for t in times], "launches_a_run": launches, "relative_errors": errors,
-                      "l2": "flushed" if args.flush_l2 else "warm"}))
+                      "l2": f"flushed ({args.flush_with})" if args.flush_l2 else "warm"}))
     return 0
 
 
