@@ -3,10 +3,11 @@ changed by the options), its blocks' events and the host's own clock kept for ev
 counted blocks, how late the host released the later block, and Python's garbage collections.
 
     python lab/2026-11-28-paired-timer-idle/probe.py KERNEL SIZE [--warm] [--ahead N] [--block-s S] [--no-gc]
-                                                     [--trees TREE_A TREE_B] [--flush-with fill|memset]
+                                                     [--trees TREE_A TREE_B] [--flush-with fill|memset|kernel]
 
 --trees times the kernel built from two source trees (an A/B round) instead of one build twice; --flush-with fill
-writes the L2 flush with a CuPy kernel instead of the timer's cudaMemsetAsync.
+writes the L2 flush with CuPy's fill, --flush-with kernel with a kernel of the probe's own, instead of the timer's
+cudaMemsetAsync.
 
 Prints one line of JSON: the gaps' percentiles, their sum over the counted span, how many gaps followed a block that
 was released late (after the block before it had started) and the collections that ran while blocks were queued.
@@ -30,6 +31,16 @@ from sgemm.measuring import paired  # noqa: E402
 from sgemm.measuring.ab import Build, _problems, _seconds_per_launch  # noqa: E402
 from sgemm.measuring.telemetry import CardReadings  # noqa: E402
 from sgemm.rounds.session import ROUND_SETTINGS  # noqa: E402
+
+
+# A flush by a kernel of our own, compiled before the round: 16-byte stores over the whole buffer, grid-stride.
+FLUSH_SOURCE = r"""
+extern "C" __global__ void write_words(uint4* buffer, unsigned long long words, unsigned int value) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < words;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        buffer[i] = make_uint4(value, value ^ 1u, value ^ 2u, value ^ 3u);
+}
+"""
 
 
 class WatchedBlocks(paired.StreamBlocks):
@@ -66,7 +77,7 @@ def main() -> int:
     parser.add_argument("--block-s", type=float, default=ROUND_SETTINGS.block_s)
     parser.add_argument("--no-gc", action="store_true", help="garbage collection off during the round")
     parser.add_argument("--trees", nargs=2, type=Path)
-    parser.add_argument("--flush-with", choices=("fill", "memset"), default="memset")
+    parser.add_argument("--flush-with", choices=("fill", "memset", "kernel"), default="memset")
     args = parser.parse_args()
     import cupy
 
@@ -86,6 +97,17 @@ def main() -> int:
             self._flush_buffer.fill(self._queued % 251)
 
         paired.StreamBlocks._flush = fill_flush
+    if args.flush_with == "kernel":
+        writer = cupy.RawKernel(FLUSH_SOURCE, "write_words")
+
+        def kernel_flush(self):
+            if self._flush_buffer is None:
+                self._flush_buffer = cupy.empty(2 * cupy.cuda.Device().attributes["L2CacheSize"] // 16,
+                                                dtype=cupy.uint32).reshape(-1, 4)
+            words = self._flush_buffer.shape[0]
+            writer((264,), (512,), (self._flush_buffer, cupy.uint64(words), cupy.uint32(self._queued)))
+
+        paired.StreamBlocks._flush = kernel_flush
     slowest = max(_seconds_per_launch(problem.launch) for problem in problems)
     collections = []
     started = {}

@@ -4,7 +4,8 @@
 # +0.75%. Two things differ between them: how L2 is flushed (the paired timer: cudaMemsetAsync; ab_events: a CuPy
 # fill kernel) and how launches are grouped (paired blocks of several launches of one build; ab_events alternates the
 # builds every launch). Each of the four combinations, twice, on one card (CUDA_VISIBLE_DEVICES, else card 0):
-# ab_events with --flush-with fill|memset, and the paired timer (probe.py --trees) with --flush-with fill|memset.
+# ab_events with --flush-with fill|memset, and the paired timer (probe.py --trees) with --flush-with fill|memset|kernel
+# (a 16-byte-store kernel of the probe's own).
 # Run from the repository root with .whl and .bundle/main.bundle carried; results under $OUT/tile-flush/.
 set -uo pipefail
 OUT=${OUT:-$PWD/out}/tile-flush
@@ -28,6 +29,8 @@ for kernel in fp16/wgmma_grouped_tma_store bf16/wgmma_grouped_tma_store; do
         for how in fill memset; do
             timeout 90 python3 -m tools.acceptance.ab_events $trees/main $trees/tile $kernel 4096 --flush-l2 \
                 --flush-with $how >> "$OUT/events.jsonl" 2>> "$OUT/events.err"
+        done
+        for how in fill memset kernel; do
             timeout 90 python3 lab/2026-11-28-paired-timer-idle/probe.py $kernel 4096 --trees $trees/main $trees/tile \
                 --flush-with $how >> "$OUT/paired.jsonl" 2>> "$OUT/paired.err"
         done
