@@ -175,7 +175,6 @@ class _MeasuredCase:
     track_time_over_reference_flushed.unit = "ratio"
     track_time_over_reference_flushed.version = f"reference {REFERENCE}"
 
-
     def track_joules_per_gemm(self, run_dir, *params):
         """The board's energy per launch, in joules: the kernel run back to back (launches queued ahead, L2 as the
         launches leave it) through a warm-up and a window whose ends are edges of NVML's energy counter, the energy

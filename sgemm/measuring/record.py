@@ -505,16 +505,17 @@ def measure_group(run_dir: str | Path, cases: list[MeasuredCase], round_number: 
         report("pairing", 0, len(runnable))
         _time_over_reference(runnable, results, Path(tree), device,
                              lambda done: report("pairing", done, len(runnable)))
-    charging = energy_sizes(os.environ.get(ENERGY_SIZES_VARIABLE))
     paired_at = time.monotonic()
+    charging = energy_sizes(os.environ.get(ENERGY_SIZES_VARIABLE))
     if charging:
         charge_energy(runnable, results, charging, device, charged=lambda done, total: report("energy", done, total))
+    charged_at = time.monotonic()
     report("done", len(runnable), len(runnable))
     # Where a commit's time goes, in asv's log: this process holds the GPU work of the whole run.
     print(f"round {round_number}: {len(runnable)} cases: compiled in {compiled - started:.0f} s, timed with NVBench "
-          f"in {timed - compiled:.0f} s" + (f", paired against the reference in {time.monotonic() - timed:.0f} s"
+          f"in {timed - compiled:.0f} s" + (f", paired against the reference in {paired_at - timed:.0f} s"
                                             if tree else "")
-          + (f", charged energy in {time.monotonic() - paired_at:.0f} s" if charging else ""), file=sys.stderr)
+          + (f", charged energy in {charged_at - paired_at:.0f} s" if charging else ""), file=sys.stderr)
     for case in runnable:
         outcome = results[case.id]
         if isinstance(outcome, BaseException):
