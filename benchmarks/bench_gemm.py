@@ -175,6 +175,22 @@ class _MeasuredCase:
     track_time_over_reference_flushed.unit = "ratio"
     track_time_over_reference_flushed.version = f"reference {REFERENCE}"
 
+    def track_joules_per_gemm(self, run_dir, *params):
+        """The board's energy per launch, in joules: the kernel run back to back (launches queued ahead, L2 as the
+        launches leave it) through a warm-up and a window whose ends are edges of NVML's energy counter, the energy
+        between the edges over the launches in between (sgemm.measuring.energy). The history charges the square cases
+        at 4096 and 8192 alone. A reading whose implied power is above the board's power limit, or that is otherwise
+        flagged, is not recorded: a skip with the reason, as is a GPU without an energy counter."""
+        energy = getattr(self.figures("joules_per_gemm"), "energy", None) or {}  # older commits charged none
+        if "joules_per_launch" not in energy:
+            raise SkipNotImplemented(energy.get("missing", "energy not charged (the history charges the cases at "
+                                                           "the sizes SGEMM_ENERGY_SIZES names)"))
+        if energy.get("flag"):
+            raise SkipNotImplemented(f"energy reading flagged, not recorded: {energy['flag']}")
+        return energy["joules_per_launch"]
+
+    track_joules_per_gemm.unit = "J"
+
 
 class Gemm(_MeasuredCase):
     """C = A @ B (alpha 1, beta 0), square: time per launch, and the rate and GPU state it ran at."""

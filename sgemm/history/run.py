@@ -36,6 +36,7 @@ from .. import catalogue
 from ..atomic import write_atomically
 from ..git import GitError, git
 from ..measuring.cards import CardsError, choose, visible_cards
+from ..measuring.energy import ENERGY_SIZES, ENERGY_SIZES_VARIABLE
 from ..measuring.record import CASES_VARIABLE, MEASURING_PROGRESS_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
 from ..measuring.resources import PROGRESS_VARIABLE
 from ..results import asvsuite, resultstree
@@ -201,6 +202,7 @@ def _asv_environment(cases: list[asvsuite.SuiteCase] = (), reference: Path | Non
     site_dirs = cuda_site()
     env = dict(run_environment(), SGEMM_CUDA_SITE=site_dirs, LD_LIBRARY_PATH=library_path(site_dirs))
     env[CASES_VARIABLE] = json.dumps([[case.kernel, *case.shape] for case in cases])
+    env[ENERGY_SIZES_VARIABLE] = ",".join(map(str, ENERGY_SIZES))
     if reference:
         env[REFERENCE_VARIABLE] = str(reference)
     if compile_progress:
@@ -289,7 +291,7 @@ def case_patterns(cases: list[asvsuite.SuiteCase]) -> list[str]:
     case (an FP32 kernel has no BF16 form; the FP32 ladder is not timed at 8192). asv starts a process for each
     combination of each track even to skip it, about 5,000 of them a run; naming the cases starts none of those.
     """
-    return [case.pattern(asvsuite.TRACKS) for case in cases]
+    return [case.pattern(case.tracks) for case in cases]
 
 
 def resource_patterns(repo: Path) -> list[str]:

@@ -6,7 +6,9 @@ reads the measurement of its own round: the n-th call of a method on a case read
 round to ask measures every case of the run (SGEMM_RUN_CASES) in its one process, and, when SGEMM_REFERENCE_TREE
 names a reference tree, times each against its reference build paired (sgemm.measuring.ab). A GPU that another
 process is using is not measured (the cases are skipped with the reason), and why a case failed or was skipped is
-appended to the file named by SGEMM_CASE_EVENTS, when set, for the gate's report.
+appended to the file named by SGEMM_CASE_EVENTS, when set, for the gate's report. When SGEMM_ENERGY_SIZES names
+sizes, each square case at one of them is then run back to back and charged the board's energy
+(sgemm.measuring.energy).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from ..atomic import write_atomically
 from ..catalogue import Kernel, UnknownKernelError, get_kernel
 from ..gpu import Gpu
 from .build import BuildError
+from .energy import (ENERGY_SIZES_VARIABLE, EnergySettings, EnergyUnavailable, board_energy, charge_launch,
+                     energy_sizes)
 from .launch import shape_problem
 from .measure import Timing, time_cases
 from .paired import PairedSettings
@@ -69,6 +73,13 @@ REFERENCE_SETTINGS = PairedSettings(warmup_s=0.1, max_warmup_s=1.5, min_pairs=6,
                                     target_half_width=0.001, flush_l2=True)
 
 
+# The history's energy reading of each case at the sizes SGEMM_ENERGY_SIZES names: a second of warm-up, so that the
+# card is at its load's power (a case after one of another power regime starts at that one's), then a window of two
+# seconds between two edges of the counter, whose ends' uncertainty is then a small share of it (docs/history.md,
+# "Joules per GEMM").
+HISTORY_ENERGY_SETTINGS = EnergySettings(warmup_s=1.0, window_s=2.0)
+
+
 class NoGpuError(RuntimeError):
     """No usable CUDA GPU: the message says why."""
 
@@ -101,6 +112,9 @@ class CaseResult(Timing):
     # Against the reference build, paired in one process: {"commit", "ratio", "interval", "pair_ratios", "method", "l2",
     # "joules_per_launch"}, or {"commit", "missing": why}; empty when no reference was asked for.
     reference: dict = field(default_factory=dict)
+    # The board's energy over a window of back-to-back launches (sgemm.measuring.energy.EnergyReading's fields, its
+    # "flag" empty where it may be recorded), or {"missing": why}; empty where the case's size is not charged.
+    energy: dict = field(default_factory=dict)
 
     @property
     def tflops(self) -> float:
@@ -395,6 +409,39 @@ def _time_over_reference(cases: list[MeasuredCase], results: dict, tree: Path, d
         paired(done)
 
 
+def charge_energy(cases: list[MeasuredCase], results: dict, sizes: tuple[int, ...], device: int = 0,
+                  settings: EnergySettings = HISTORY_ENERGY_SETTINGS,
+                  charged: Callable[[int, int], None] = lambda done, total: None) -> None:
+    """Each measured square case at one of `sizes` run back to back on the current device and charged the board's
+    energy: CaseResult.energy, a reading or why there is none (no counter, another card than CUDA's, a counter that
+    did not move, a failure of the case). The case's build was checked against FP64 in this process before NVBench
+    timed it. `charged(done, total)` is told after each case."""
+    chosen = [case for case in cases if isinstance(results.get(case.id), CaseResult)
+              and case.m == case.n == case.k and case.m in sizes]
+    if not chosen:
+        return
+    try:
+        board = board_energy(device, device_info(device).name)
+    except EnergyUnavailable as exc:
+        for case in chosen:
+            results[case.id].energy = {"missing": str(exc)}
+        return
+    import cupy
+
+    for done, case in enumerate(chosen, 1):
+        try:
+            with cupy.cuda.Device(device):
+                problem = make_problem(case.kernel, case.m, case.n, case.k)
+                reading = charge_launch(problem.launch, board, settings)
+                del problem  # its arrays go before the next case's come
+            results[case.id].energy = reading.as_dict()
+        except EnergyUnavailable as exc:
+            results[case.id].energy = {"missing": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - a case without a reading leaves the others theirs
+            results[case.id].energy = {"missing": failure_reason(exc)}
+        charged(done, len(chosen))
+
+
 def _progress_reporter(began: float) -> Callable[[str, int, int], None]:
     """A function that appends where the measuring stands to the file MEASURING_PROGRESS_VARIABLE names (a line
     written whole, so that a reader never sees half of one); one that does nothing where it names none."""
@@ -458,11 +505,17 @@ def measure_group(run_dir: str | Path, cases: list[MeasuredCase], round_number: 
         report("pairing", 0, len(runnable))
         _time_over_reference(runnable, results, Path(tree), device,
                              lambda done: report("pairing", done, len(runnable)))
+    paired_at = time.monotonic()
+    charging = energy_sizes(os.environ.get(ENERGY_SIZES_VARIABLE))
+    if charging:
+        charge_energy(runnable, results, charging, device, charged=lambda done, total: report("energy", done, total))
+    charged_at = time.monotonic()
     report("done", len(runnable), len(runnable))
     # Where a commit's time goes, in asv's log: this process holds the GPU work of the whole run.
     print(f"round {round_number}: {len(runnable)} cases: compiled in {compiled - started:.0f} s, timed with NVBench "
-          f"in {timed - compiled:.0f} s" + (f", paired against the reference in {time.monotonic() - timed:.0f} s"
-                                            if tree else ""), file=sys.stderr)
+          f"in {timed - compiled:.0f} s" + (f", paired against the reference in {paired_at - timed:.0f} s"
+                                            if tree else "")
+          + (f", charged energy in {charged_at - paired_at:.0f} s" if charging else ""), file=sys.stderr)
     for case in runnable:
         outcome = results[case.id]
         if isinstance(outcome, BaseException):
@@ -478,7 +531,11 @@ def measure_group(run_dir: str | Path, cases: list[MeasuredCase], round_number: 
               f"NVBench {nvbench_s.get(case.id, math.nan):.1f} s"
               + (f"; {reference['ratio']:.4f} of the reference ({len(reference['pair_ratios'])} pairs, warm-up "
                  f"{reference['warmup_s']:.1f} s, {reference['seconds']:.1f} s in all)" if "ratio" in reference
-                 else ""), file=sys.stderr)
+                 else "")
+              + (f"; {outcome.energy['joules_per_launch']:.3f} J a GEMM at {outcome.energy['power_w']:.0f} W over "
+                 f"{outcome.energy['window_s']:.2f} s" + (f" (flagged: {outcome.energy['flag']})"
+                                                          if outcome.energy["flag"] else "")
+                 if "joules_per_launch" in outcome.energy else ""), file=sys.stderr)
 
 
 class NotMeasured(RuntimeError):

@@ -116,8 +116,34 @@ def collect_sm_clock_mhz(handle) -> float:
 
 
 def collect_energy_mj(handle) -> float:
-    """The board's energy since the driver loaded, in millijoules (updated every few milliseconds)."""
+    """The board's energy since the driver loaded, in millijoules. It moves in steps tens of milliseconds apart, and a
+    reading costs milliseconds under load: sgemm.measuring.energy charges it between its steps."""
     return float(_nvml().nvmlDeviceGetTotalEnergyConsumption(handle))
+
+
+def collect_power_limit_w(handle) -> float:
+    """The power limit the board enforces now (the lowest of the limits set on it), in watts."""
+    pynvml = _nvml()
+    try:
+        return pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0
+    except pynvml.NVMLError as exc:
+        raise TelemetryUnavailable(f"NVML cannot read the enforced power limit: {exc}") from exc
+
+
+def counter_support(handle) -> str | None:
+    """Why the board's energy counter cannot be read (NVML_ERROR_NOT_SUPPORTED on boards without one), or None."""
+    pynvml = _nvml()
+    try:
+        pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+    except pynvml.NVMLError_NotSupported:
+        return "NVML has no energy counter on this GPU (NVML_ERROR_NOT_SUPPORTED)"
+    except pynvml.NVMLError as exc:
+        return f"NVML cannot read the energy counter: {exc}"
+    return None
+
+
+def gpu_name(handle) -> str:
+    return _text(_nvml().nvmlDeviceGetName(handle))
 
 
 def collect_throttle_reasons(handle) -> int:

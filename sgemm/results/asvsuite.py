@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..catalogue import Kernel
+from ..measuring.energy import ENERGY_SIZES
 from . import resultstree
 
 MODULE = "bench_gemm"
@@ -38,7 +39,11 @@ ROUND_TRACKS = (ROUND_TIME, ROUND_SM_CLOCK, ROUND_SAMPLES, CARD)
 # two regimes read different ratios, and a series crossing from one to the other would show a step of no code.
 OVER_REFERENCE = "track_time_over_reference"
 OVER_REFERENCE_FLUSHED = "track_time_over_reference_flushed"
-TRACKS = (TIME, TFLOPS, SM_CLOCK, POWER, TEMPERATURE, THROTTLED, *ROUND_TRACKS, OVER_REFERENCE, OVER_REFERENCE_FLUSHED)
+# The board's energy per launch over a window of back-to-back launches between two edges of NVML's counter
+# (sgemm.measuring.energy), for the square cases at ENERGY_SIZES alone; a flagged reading is a skip with its reason.
+JOULES = "track_joules_per_gemm"
+TRACKS = (TIME, TFLOPS, SM_CLOCK, POWER, TEMPERATURE, THROTTLED, *ROUND_TRACKS, OVER_REFERENCE, OVER_REFERENCE_FLUSHED,
+          JOULES)
 # What a gate's report reads; it runs no others (every track is a process per case and round: the sample counts and
 # the power are for the history).
 GATE_TRACKS = (ROUND_TIME, ROUND_SM_CLOCK, CARD, THROTTLED)
@@ -102,6 +107,18 @@ class SuiteCase:
     def name(self, method: str) -> str:
         """asv's name of one of the case's benchmarks."""
         return f"{MODULE}.{self.benchmark}.{method}"
+
+    @property
+    def charged(self) -> bool:
+        """Whether the history charges this case's energy (JOULES): a square case at one of ENERGY_SIZES."""
+        m, n, k = self.shape
+        return self.benchmark == GEMM and m == n == k and m in ENERGY_SIZES
+
+    @property
+    def tracks(self) -> tuple[str, ...]:
+        """The tracks the history runs of this case: every one, JOULES only where it is charged (asv would start a
+        process for it elsewhere only to skip it)."""
+        return TRACKS if self.charged else tuple(track for track in TRACKS if track != JOULES)
 
     @property
     def asv_params(self) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """The cross-GPU report: every kernel on every GPU of a merged asv results tree, one table per precision with a
-group of columns per GPU (TFLOP/s, % of that GPU's cuBLAS, % of its peak, median SM clock), a bar chart per precision,
-as Markdown and as a page of the published site.
+group of columns per GPU (TFLOP/s, joules per GEMM where charged, % of that GPU's cuBLAS, % of its peak, median SM
+clock), a bar chart per precision, as Markdown and as a page of the published site.
 
 Each GPU's newest run is read; its SM count and maximum SM clock come from the same run (asv class `Gpu`), so the
 report is right wherever it is made.
@@ -86,19 +86,20 @@ def table(precision: str, size: int, runs: list[GpuRun],
             at_size = {p.kernel: p for p in run.points if p.size == size}
             point, reference = at_size.get(name), at_size.get(cublas)
             cells.append(Figures.of(point.tflops, reference.tflops if reference else None,
-                                    run.gpu.peak_tflops(precision), point.sm_clock_mhz) if point else Figures())
+                                    run.gpu.peak_tflops(precision), point.sm_clock_mhz, point.joules_per_gemm)
+                         if point else Figures())
         if any(cell.tflops is not None for cell in cells):
             rows.append((name, cells))
     return rows
 
 
-COLUMNS = ("TFLOP/s", "% cuBLAS", "% peak", "median SM MHz")
+COLUMNS = ("TFLOP/s", "J/GEMM", "% cuBLAS", "% peak", "median SM MHz")
 
 
 def markdown_table(rows: list[tuple[str, list[Figures]]], runs: list[GpuRun]) -> str:
     header = ["kernel"] + [f"{run.gpu.name.removeprefix('NVIDIA ')} {column}" for run in runs for column in COLUMNS]
     lines = ["| " + " | ".join(header) + " |", "| :--- |" + " ---: |" * (len(header) - 1)]
-    lines += ["| " + " | ".join([f"`{name}`"] + [t for cell in cells for t in cell.texts()]) + " |"
+    lines += ["| " + " | ".join([f"`{name}`"] + [t for cell in cells for t in cell.texts_with_energy()]) + " |"
               for name, cells in rows]
     return "\n".join(lines)
 
@@ -108,7 +109,7 @@ def html_table(rows: list[tuple[str, list[Figures]]], runs: list[GpuRun]) -> str
     sub = "".join(f"<th>{html.escape(column)}</th>" for _ in runs for column in COLUMNS)
     body = "".join(
         "<tr><td><code>" + html.escape(name) + "</code></td>"
-        + "".join(f"<td>{t}</td>" for cell in cells for t in cell.texts()) + "</tr>"
+        + "".join(f"<td>{t}</td>" for cell in cells for t in cell.texts_with_energy()) + "</tr>"
         for name, cells in rows)
     return (f'<table><thead><tr><th rowspan="2">kernel</th>{top}</tr><tr>{sub}</tr></thead>'
             f"<tbody>{body}</tbody></table>")
@@ -168,8 +169,12 @@ def _runs_lines(runs: list[GpuRun]) -> list[str]:
     return lines
 
 
+ENERGY_NOTE = ("J/GEMM: the board's energy a launch, the kernel run back to back over a window whose ends are steps "
+               "of NVML's energy counter (two seconds and more, after a second's warm-up), L2 as the launches leave "
+               "it; charged at 4096 and 8192 only, a reading above the board's power limit left out (-).")
 NOTES = ("% cuBLAS: against that GPU's own cuBLAS at the same size and precision. % peak: against the dense FP32 "
-         "(FP16 and BF16: tensor cores, FP32 accumulate) rate of that GPU at its maximum SM clock. " + SM_CLOCK_NOTE)
+         "(FP16 and BF16: tensor cores, FP32 accumulate) rate of that GPU at its maximum SM clock. " + ENERGY_NOTE + " "
+         + SM_CLOCK_NOTE)
 
 
 def write_cross_gpu(out_dir: Path, runs: list[GpuRun], kernels: dict[str, Kernel], size: int,

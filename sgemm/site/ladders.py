@@ -72,6 +72,7 @@ class Point:
     tflops: float
     sm_clock_mhz: float
     power_w: float | None = None  # the board's mean power while the case was timed (NVML), where recorded
+    joules_per_gemm: float | None = None  # the board's energy a launch, back to back (asvsuite.JOULES), where recorded
 
 
 def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) -> tuple[list[Point], str, dict]:
@@ -97,6 +98,7 @@ def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) 
         raise NoGemmResults(f"no Gemm results for machine {machine!r}" + (f" at commit {commit}" if commit else ""))
     run = found[-1]
     clocks, powers = run.values(asvsuite.GEMM, asvsuite.SM_CLOCK), run.values(asvsuite.GEMM, asvsuite.POWER)
+    joules = run.values(asvsuite.GEMM, asvsuite.JOULES)
     points = []
     for case, rate in run.values(asvsuite.GEMM, asvsuite.TFLOPS).items():
         if rate is None or math.isnan(rate):
@@ -104,9 +106,10 @@ def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) 
         if len(case.params) != len(asvsuite.GEMM_PARAMS):  # a suite of another shape (or no suite of this project)
             raise ReportError(f"cannot read the asv results in {machine_dir}: {asvsuite.GEMM} has parameters "
                               f"{list(case.params)}, not this suite's {list(asvsuite.GEMM_PARAMS)}")
-        clock, power = clocks.get(case), powers.get(case)
+        clock, power, energy = clocks.get(case), powers.get(case), joules.get(case)
         points.append(Point(case.kernel, case.shape[0], rate, math.nan if clock is None else clock,
-                            None if power is None or math.isnan(power) else power))
+                            None if power is None or math.isnan(power) else power,
+                            None if energy is None or math.isnan(energy) else energy))
     return points, run.commit, facets
 
 
@@ -339,10 +342,11 @@ def gpu_from_dict(entry: dict) -> Gpu:
 
 
 def point_from_dict(entry: dict) -> Point:
-    """A Point as points.json holds it (a clock that was not recorded is NaN, a power None)."""
-    clock, power = entry.get("sm_clock_mhz"), entry.get("power_w")
+    """A Point as points.json holds it (a clock that was not recorded is NaN, a power or energy None)."""
+    clock, power, joules = entry.get("sm_clock_mhz"), entry.get("power_w"), entry.get("joules_per_gemm")
     return Point(str(entry["kernel"]), int(entry["size"]), float(entry["tflops"]),
-                 math.nan if clock is None else float(clock), None if power is None else float(power))
+                 math.nan if clock is None else float(clock), None if power is None else float(power),
+                 None if joules is None else float(joules))
 
 
 def read_points(path: Path) -> tuple[Gpu, list[Point]]:

@@ -146,3 +146,38 @@ def test_the_reference_pairing_goes_to_the_track_of_its_l2_regime_and_the_other_
             assert getattr(gemm, track)("run") == {"samples": expected, "number": 1}
     assert gemm.case.asked == ["time_over_reference", "time_over_reference_flushed"]  # a round count of its own each
     assert suite.Gemm.track_time_over_reference_flushed.version == suite.Gemm.track_time_over_reference.version
+
+
+class Charged:
+    """A case's recorded figures with an energy reading (or none, as a commit from before energy was charged)."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+    def result(self, method):
+        assert method == "joules_per_gemm"
+        return self
+
+
+READING = {"joules_per_launch": 1.19, "power_w": 690.0, "window_s": 2.1, "error_bound": 0.005, "flag": ""}
+
+
+@pytest.mark.parametrize("case, outcome", [
+    (Charged(energy=READING), 1.19),
+    (Charged(energy={**READING, "flag": "implied power 912 W over 2.10 s is above the board's enforced limit"}),
+     "energy reading flagged, not recorded: implied power 912 W"),
+    (Charged(energy={"missing": "no energy counter on the NVIDIA L40S: NVML has no energy counter"}),
+     "no energy counter on the NVIDIA L40S"),
+    (Charged(energy={}), "energy not charged"),
+    (Charged(), "energy not charged"),  # a commit whose results have no energy at all
+])
+def test_joules_per_gemm_is_recorded_only_from_an_unflagged_reading_and_skips_saying_why(case, outcome):
+    suite = load_suite()
+    gemm = suite.Gemm()
+    gemm.case = case
+    if isinstance(outcome, str):
+        with pytest.raises(suite.SkipNotImplemented, match=outcome.replace("(", r"\(")):
+            gemm.track_joules_per_gemm("run")
+    else:
+        assert gemm.track_joules_per_gemm("run") == outcome
+    assert suite.Gemm.track_joules_per_gemm.unit == "J"

@@ -363,3 +363,46 @@ def test_a_reference_build_that_cannot_be_measured_leaves_the_reason_instead_of_
     assert record.time_against_reference(MeasuredCase(naive, 64, 64, 64), naive, "c" * 40, None) == {
         "commit": "c" * 40,
         "missing": "the reference build: wrong result: fp32/naive is wrong at 64x64x64: relative error 0.5"}
+
+
+def test_without_an_energy_counter_every_charged_case_says_why_and_the_others_are_untouched(monkeypatch):
+    from sgemm.measuring.energy import EnergyUnavailable
+
+    def no_counter(device, name):
+        raise EnergyUnavailable("no energy counter on the NVIDIA H100 80GB HBM3: NVML has no energy counter on this "
+                                "GPU (NVML_ERROR_NOT_SUPPORTED)")
+
+    monkeypatch.setattr(record, "board_energy", no_counter)
+    monkeypatch.setattr(record, "device_info", lambda device=0: H100)
+    cases = [MeasuredCase(get_kernel("fp16/cublas"), size, size, size) for size in (2048, 4096, 8192)]
+    failed = MeasuredCase(get_kernel("bf16/cublas"), 8192, 8192, 8192)
+    results = {case.id: result(kernel=case.kernel.name, m=case.m, n=case.n, k=case.k) for case in cases}
+    results[failed.id] = RuntimeError("NVBench recorded no samples")
+    record.charge_energy([*cases, failed], results, (4096, 8192))
+    assert results[cases[0].id].energy == {}  # 2048 is not charged
+    assert [results[case.id].energy["missing"] for case in cases[1:]] == [
+        "no energy counter on the NVIDIA H100 80GB HBM3: NVML has no energy counter on this GPU "
+        "(NVML_ERROR_NOT_SUPPORTED)"] * 2
+    assert isinstance(results[failed.id], RuntimeError)
+
+
+def test_a_result_from_before_energy_was_charged_loads_with_none(tmp_path):
+    path = tmp_path / "r.json"
+    fields = json.loads(json.dumps(result().__dict__))
+    del fields["energy"]
+    path.write_text(json.dumps(fields))
+    assert CaseResult.load(path).energy == {}
+
+
+def test_the_measuring_charges_energy_only_at_the_sizes_the_run_names(tmp_path, monkeypatch, fake_measurements):
+    charged = []
+    monkeypatch.setattr(record, "charge_energy", lambda cases, results, sizes, device=0, **options:
+                        charged.append(([case.id for case in cases], sizes)))
+    progress = tmp_path / "progress.jsonl"
+    monkeypatch.setenv(record.MEASURING_PROGRESS_VARIABLE, str(progress))
+    monkeypatch.delenv(record.ENERGY_SIZES_VARIABLE, raising=False)
+    AsvCase(str(tmp_path / "a"), get_kernel("fp16/cublas"), 4096, 4096, 4096).result("time")
+    assert charged == []
+    monkeypatch.setenv(record.ENERGY_SIZES_VARIABLE, "4096,8192")
+    AsvCase(str(tmp_path / "b"), get_kernel("fp16/cublas"), 4096, 4096, 4096).result("time")
+    assert charged == [(["fp16/cublas/4096x4096x4096"], (4096, 8192))]

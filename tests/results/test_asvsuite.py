@@ -85,3 +85,13 @@ def test_values_lists_every_recorded_case_of_a_method(results):
     assert values[SuiteCase.square("fp32/float4", 64)] is None
     assert run.values(GEMM, asvsuite.TFLOPS) == {}
     assert run.scalar(asvsuite.SM_COUNT) is None
+
+
+def test_joules_are_a_track_of_the_square_cases_at_the_charged_sizes_alone():
+    charged, small, swept = (SuiteCase.square("fp16/cublas", 8192), SuiteCase.square("fp16/cublas", 2048),
+                             SuiteCase.sweep("fp32/naive", (4096, 4096, 4096)))
+    assert charged.charged and not small.charged and not swept.charged
+    assert charged.tracks == asvsuite.TRACKS and asvsuite.JOULES in asvsuite.TRACKS
+    assert asvsuite.JOULES not in small.tracks and asvsuite.JOULES not in swept.tracks
+    assert asvsuite.JOULES not in asvsuite.GATE_TRACKS  # the gate judges time; energy is the history's
+    assert re.search(charged.pattern(charged.tracks), charged.entry(asvsuite.JOULES))

@@ -11,8 +11,8 @@ import pytest
 from sgemm.catalogue import load_catalogue
 from sgemm.figures import Figures
 from sgemm.gpu import Gpu
-from sgemm.site.crossgpu import (bar_figure, common_size, gpu_runs, markdown_table, read_runs, report_across_gpus,
-                                 table, write_cross_gpu)
+from sgemm.site.crossgpu import (GpuRun, bar_figure, common_size, gpu_runs, html_table, markdown_table, read_runs,
+                                 report_across_gpus, table, write_cross_gpu)
 from sgemm.site.ladders import GENERATED_NOTE, SM_CLOCK_NOTE, Point, ReportError
 from sgemm.style import html_with_code
 
@@ -89,13 +89,14 @@ def test_a_size_one_gpu_did_not_measure_leaves_its_cells_empty(runs):
 
 def test_the_markdown_table_has_a_column_group_per_gpu(runs):
     text = markdown_table(table("fp32", 2048, runs, KERNELS), runs).splitlines()
-    assert text[0] == ("| kernel | H100 80GB HBM3 TFLOP/s | H100 80GB HBM3 % cuBLAS | H100 80GB HBM3 % peak | "
-                       "H100 80GB HBM3 median SM MHz | H200 TFLOP/s | H200 % cuBLAS | H200 % peak | "
-                       "H200 median SM MHz |")
-    assert text[1] == "| :--- |" + " ---: |" * 8
-    assert text[2:] == ["| `fp32/cublas` | 25.00 | 100.0 | 37.4 | 1757 | 37.50 | 100.0 | 56.0 | 1832 |",
-                        "| `fp32/naive` | 2.50 | 10.0 | 3.7 | 1757 | 3.75 | 10.0 | 5.6 | 1832 |",
-                        "| `fp32/float4` | - | - | - | - | 26.25 | 70.0 | 39.2 | 1832 |"]
+    assert text[0] == ("| kernel | H100 80GB HBM3 TFLOP/s | H100 80GB HBM3 J/GEMM | H100 80GB HBM3 % cuBLAS | "
+                       "H100 80GB HBM3 % peak | H100 80GB HBM3 median SM MHz | H200 TFLOP/s | H200 J/GEMM | "
+                       "H200 % cuBLAS | H200 % peak | H200 median SM MHz |")
+    assert text[1] == "| :--- |" + " ---: |" * 10
+    # No energy charged at 2048: a gap beside each rate, never a zero.
+    assert text[2:] == ["| `fp32/cublas` | 25.00 | - | 100.0 | 37.4 | 1757 | 37.50 | - | 100.0 | 56.0 | 1832 |",
+                        "| `fp32/naive` | 2.50 | - | 10.0 | 3.7 | 1757 | 3.75 | - | 10.0 | 5.6 | 1832 |",
+                        "| `fp32/float4` | - | - | - | - | - | 26.25 | - | 70.0 | 39.2 | 1832 |"]
 
 
 def test_the_report_is_written_as_markdown_html_json_and_a_plot_per_precision(two_gpu_results, runs, tmp_path):
@@ -117,17 +118,18 @@ def test_the_report_is_written_as_markdown_html_json_and_a_plot_per_precision(tw
             "max SM clock 1980 MHz)") in readme
     assert f"- NVIDIA H200 (asv machine `{H200}`, commit {commit}; compute capability 9.0" in readme
     assert "## FP32" in readme and "## FP16" in readme
-    assert readme.index("## FP32") < readme.index("| `fp32/float4` | - | - | - | - | 26.25 | 70.0 | 39.2 | 1832 |") \
-        < readme.index("![FP32 TFLOP/s per GPU](fp32.png)") < readme.index("## FP16")
-    assert "| `fp16/cublas` | 250.00 | 100.0 | 23.4 | 1757 | 375.00 | 100.0 | 35.0 | 1832 |" in readme
+    float4 = "| `fp32/float4` | - | - | - | - | - | 26.25 | - | 70.0 | 39.2 | 1832 |"
+    assert readme.index("## FP32") < readme.index(float4) < readme.index("![FP32 TFLOP/s per GPU](fp32.png)") \
+        < readme.index("## FP16")
+    assert "| `fp16/cublas` | 250.00 | - | 100.0 | 23.4 | 1757 | 375.00 | - | 100.0 | 35.0 | 1832 |" in readme
     assert "fp16/naive" not in readme  # no such kernel: no row
 
     page = (out / "index.html").read_text()
     assert '<a href="../index.html">&larr; benchmark history</a>' in page  # back to asv's pages
     assert "<title>GEMM kernels across GPUs, 2048x2048x2048</title>" in page
-    assert '<th colspan="4">NVIDIA H100 80GB HBM3</th><th colspan="4">NVIDIA H200</th>' in page
-    assert ("<tr><td><code>fp32/float4</code></td><td>-</td><td>-</td><td>-</td><td>-</td><td>26.25</td>"
-            "<td>70.0</td><td>39.2</td><td>1832</td></tr>") in page
+    assert '<th colspan="5">NVIDIA H100 80GB HBM3</th><th colspan="5">NVIDIA H200</th>' in page
+    assert ("<tr><td><code>fp32/float4</code></td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>26.25</td>"
+            "<td>-</td><td>70.0</td><td>39.2</td><td>1832</td></tr>") in page
     assert '<img src="fp32.png"' in page and '<img src="fp16.png"' in page
     assert "<li>Command: <code>sgemm publish</code></li>" in page and "`" not in page
     assert f"(asv machine <code>{H100}</code>, commit {commit};" in page
@@ -139,7 +141,7 @@ def test_the_report_is_written_as_markdown_html_json_and_a_plot_per_precision(tw
                               "max_sm_clock_mhz": 1980.0, "driver": "unknown", "memory_gib": None, "card": ""}
     assert data[1]["commit"] == two_gpu_results.commit
     assert {"kernel": "fp32/float4", "size": 4096, "tflops": 52.5, "sm_clock_mhz": 1834.0,
-            "power_w": None} in data[1]["points"]
+            "power_w": None, "joules_per_gemm": None} in data[1]["points"]
     assert len(data[0]["points"]) == 6 and len(data[1]["points"]) == 12  # every size, not only the one shown
 
 
@@ -175,8 +177,8 @@ def test_a_machine_without_gpu_facts_gets_no_percent_of_peak(factless):
     out = factless.root / "gpus"
     write_cross_gpu(out, runs, KERNELS, 2048, [])
     readme = (out / "README.md").read_text()
-    assert ("| `fp32/naive` | 1.25 | 10.0 | - | 1402 | 2.50 | 10.0 | 3.7 | 1757 | 3.75 | 10.0 | 5.6 | 1832 "
-            "| - | - | - | - |") in readme
+    assert ("| `fp32/naive` | 1.25 | - | 10.0 | - | 1402 | 2.50 | - | 10.0 | 3.7 | 1757 | 3.75 | - | 10.0 | 5.6 | "
+            "1832 | - | - | - | - | - |") in readme
     assert (f"- NVIDIA L40S (asv machine `nvidia-l40s`, commit {factless.commit[:12]}; SM count and max clock not "
             "recorded: % peak left out)") in readme
     page = (out / "index.html").read_text()
@@ -260,3 +262,21 @@ def test_the_bar_chart_tells_every_gpu_apart_with_the_legend_clear_of_the_bars(f
     assert len(axes.containers) == len(looks) == 4
     legend, frame = axes.get_legend().get_window_extent(renderer), axes.get_window_extent(renderer)
     assert legend.x0 >= frame.x1 and figure.bbox.contains(legend.x1 - 1, legend.y0 + 1)
+
+
+def test_joules_per_gemm_stand_beside_tflops_where_charged(tmp_path):
+    h100 = GpuRun(H100, Gpu("NVIDIA H100 80GB HBM3", 90, 132, 1980.0), "c" * 40,
+                  [Point("fp16/cublas", 8192, 640.0, 1309.0, 690.0, 1.22),
+                   Point("fp16/wgmma_grouped_tma_store", 8192, 656.0, 1313.0, 690.0, 1.19),
+                   Point("fp16/wgmma_cluster", 8192, 600.0, 1300.0)])  # a reading flagged: none recorded
+    rows = dict(table("fp16", 8192, [h100], KERNELS))
+    assert rows["fp16/wgmma_grouped_tma_store"][0].joules_per_gemm == 1.19
+    assert rows["fp16/wgmma_cluster"][0].joules_per_gemm is None
+    text = markdown_table(list(rows.items()), [h100]).splitlines()
+    assert text[0].startswith("| kernel | H100 80GB HBM3 TFLOP/s | H100 80GB HBM3 J/GEMM | H100 80GB HBM3 % cuBLAS")
+    assert "| `fp16/cublas` | 640.00 | 1.220 | 100.0 |" in text[2]
+    assert any(line.startswith("| `fp16/wgmma_cluster` | 600.00 | - |") for line in text)
+    assert "<td>656.00</td><td>1.190</td>" in html_table(list(rows.items()), [h100])
+    write_cross_gpu(tmp_path, [h100], KERNELS, 8192, [])
+    assert read_runs(tmp_path / "points.json") == [h100]  # the page can be redrawn with its energy
+    assert "J/GEMM: the board's energy a launch" in (tmp_path / "README.md").read_text()
