@@ -43,8 +43,7 @@ fi
 if [[ " $steps " == *" sweep "* ]]; then
     # Each candidate a scratch entry in a copy of the checkout (the checkout itself is left as it is). The first is
     # fp32/async_warptile's sm_90 entry as the catalogue has it, timed again beside the others in this process.
-    rm -rf /tmp/sweep && mkdir /tmp/sweep && git ls-files -z | xargs -0 cp --parents -t /tmp/sweep 2>/dev/null
-    cp kernels/fp32_async.cu /tmp/sweep/kernels/ 2>/dev/null
+    rm -rf /tmp/sweep && mkdir /tmp/sweep && cp -r sgemm kernels benchmarks pyproject.toml asv.conf.json /tmp/sweep/
     candidates=(
         "k16_s4 128, 128, 16, 32, 64, 8, 8, 4"   # the catalogue's sm_90 entry
         "k16_s3 128, 128, 16, 32, 64, 8, 8, 3"   # one stage less: 50 KB a block
