@@ -2,7 +2,7 @@
 an A/A gate raises a false alarm or ends undecided, how often a real 0.5% slowdown is found, how many rounds it
 takes, and how often the noise-file checks set a file or an entry aside.
 
-Three gates, as a pull request selects them (the cases of the working tree's catalogue whose kernels the study measured):
+Three gates, as a pull request selects them (the working tree's catalogue, of the kernels the study measured):
     14   the Hopper ladder at 8192 (every wgmma kernel, FP16 and BF16);
     58   every kernel at 4096;
     260  every case of the suite but the cuBLAS ones below 8192 (a header every kernel includes).
