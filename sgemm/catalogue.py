@@ -12,7 +12,7 @@ import math
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 CATALOGUE_PATH = Path(__file__).with_name("catalogue.toml")
@@ -48,7 +48,7 @@ _COMPILED = {"source", "entry", "multiple_of"}
 # The launch geometry. A kernel states it in its source (gemm_x_geometry, read from the compiled program); older
 # catalogues state it here, and a field still written here is held against the kernel's own value.
 GEOMETRY_FIELDS = ("block_threads", "block_tile", "cluster", "shared_memory", "tma")
-_LAUNCH = {"grid", "target"}
+_LAUNCH = {"grid", "target", "tuned_entries"}
 # Placeholders an entry may hold, filled from its precision: the C++ element types of A and B, and of C.
 _ENTRY_PLACEHOLDERS = {"{input}": "input", "{output}": "output"}
 
@@ -159,6 +159,9 @@ class Kernel:
     sizes: tuple[int, ...] = ()  # the square sizes the asv suite times it at
     grid_rule: str = "tiles"  # "tiles": a block per tile of C; "persistent": as many blocks as the GPU holds at once
     target: str | None = None  # an architecture-specific target (e.g. "sm_90a"): compiled for it alone
+    # (compute capability, entry) pairs: the template instantiation compiled for, and run on, GPUs of that compute
+    # capability in place of `entry` (tile parameters tuned per architecture); `on` picks one.
+    tuned_entries: tuple[tuple[int, str], ...] = ()
     # The geometry fields its entry writes, (field, value) in GEOMETRY_FIELDS order: all of them in an older
     # catalogue, whose kernels state none; none in this one. The launch takes the kernel's own geometry and holds
     # these against it (sgemm/measuring/resources.py).
@@ -184,6 +187,19 @@ class Kernel:
     def target_compute_capability(self) -> int | None:
         """The one compute capability an architecture-specific kernel runs on (90 for sm_90a), else None."""
         return int(self.target[3:-1]) if self.target else None
+
+    def on(self, compute_capability: int) -> Kernel:
+        """The kernel as it is built for GPUs of this compute capability: its entry tuned for that architecture
+        where the catalogue names one, else itself. What it returns names one entry alone (no tuned entries), so
+        that it stays that build whatever it is compiled for afterwards."""
+        if not self.tuned_entries:
+            return self
+        return replace(self, entry=dict(self.tuned_entries).get(compute_capability, self.entry), tuned_entries=())
+
+    def on_architecture(self, arch: str) -> Kernel:
+        """`on` for an architecture's name: 'sm_90', 'sm_90a' or 'compute_90' is compute capability 90."""
+        found = re.fullmatch(r"(?:sm|compute)_(\d+)a?", arch)
+        return self.on(int(found[1])) if found else self
 
     def architectures(self, tracked: tuple[str, ...]) -> tuple[str, ...]:
         """The architectures it is compiled for offline: its own target, or every tracked architecture."""
@@ -480,6 +496,8 @@ _KERNEL_FIELDS = {
                      for operand in TMA_OPERANDS},
                     f"maps operands {TMA_OPERANDS} to {{ box = [rows, cols], swizzle = bytes }}", required=set()),
     "target": matching(r"sm_\d+a", "names an architecture-specific target such as 'sm_90a'"),
+    "tuned_entries": mapping(r"[1-9]\d+", nonempty_str, "maps compute capabilities (e.g. 90) to entries",
+                             build=lambda entries: tuple((int(cc), entry) for cc, entry in entries.items())),
 }
 
 
@@ -565,9 +583,21 @@ def _kernel_from_table(number: int, table: dict, kernel_dir: Path, precisions: d
         raise CatalogueError(f"{name}: a compiled kernel needs {sorted(missing)}")
     if not (kernel_dir / fields["source"]).is_file():
         raise CatalogueError(f"{name}: source {fields['source']!r} is not in {kernel_dir}")
-    if leftover := re.search(r"\{[^}]*\}", fields["entry"]):
-        raise CatalogueError(f"{name}: entry {fields['entry']!r} holds {leftover[0]}; an entry may hold "
-                             f"{' and '.join(_ENTRY_PLACEHOLDERS)} (the precision's element types) alone")
+    for where, entry in (("entry", fields["entry"]),
+                         *((f"tuned_entries.{cc}", entry) for cc, entry in fields.get("tuned_entries", ()))):
+        if leftover := re.search(r"\{[^}]*\}", entry):
+            raise CatalogueError(f"{name}: {where} {entry!r} holds {leftover[0]}; an entry may hold "
+                                 f"{' and '.join(_ENTRY_PLACEHOLDERS)} (the precision's element types) alone")
+    tuned = fields.get("tuned_entries", ())
+    minimum = _min_compute_capability(name, fields)
+    for cc, entry in tuned:
+        if cc < minimum or (fields.get("target") and cc != minimum):
+            raise CatalogueError(f"{name}: tuned_entries.{cc}: the kernel runs on compute capability "
+                                 f"{'' if fields.get('target') else 'from '}{minimum / 10:.1f} on"
+                                 f"{' alone' if fields.get('target') else ''}, not {cc / 10:.1f}")
+        if entry.partition("<")[0].strip() != fields["entry"].partition("<")[0].strip():
+            raise CatalogueError(f"{name}: tuned_entries.{cc} {entry!r} must instantiate the entry's template "
+                                 f"{fields['entry'].partition('<')[0].strip()}: only its parameters are tuned")
     return Kernel(
         kernel_dir=kernel_dir,
         source=fields["source"],
@@ -577,6 +607,7 @@ def _kernel_from_table(number: int, table: dict, kernel_dir: Path, precisions: d
         may_spill=fields.get("may_spill", False),
         grid_rule=fields.get("grid", "tiles"),
         target=fields.get("target"),
+        tuned_entries=tuned,
         stated=_stated(name, fields, types),
         **common,
     )
@@ -631,13 +662,19 @@ def kernel_tables(data: dict) -> list[tuple[int, dict]]:
 
 
 def _filled(table: dict, spelled: dict[str, str]) -> dict:
-    entry = table.get("entry")
-    if not isinstance(entry, str):
-        return table
-    for placeholder, key in _ENTRY_PLACEHOLDERS.items():
-        if key in spelled:
-            entry = entry.replace(placeholder, spelled[key])
-    return {**table, "entry": entry}
+    def fill(entry: str) -> str:
+        for placeholder, key in _ENTRY_PLACEHOLDERS.items():
+            if key in spelled:
+                entry = entry.replace(placeholder, spelled[key])
+        return entry
+
+    filled = dict(table)
+    if isinstance(table.get("entry"), str):
+        filled["entry"] = fill(table["entry"])
+    tuned = table.get("tuned_entries")
+    if isinstance(tuned, dict):
+        filled["tuned_entries"] = {cc: fill(entry) if isinstance(entry, str) else entry for cc, entry in tuned.items()}
+    return filled
 
 
 @functools.lru_cache(maxsize=8)

@@ -57,6 +57,25 @@ def test_entry_names_a_template_in_its_source(kernel):
     assert re.search(rf"\b{template}\s*\(", (KERNEL_DIR / kernel.source).read_text())
 
 
+def test_an_entry_tuned_for_an_architecture_is_the_kernel_there_and_nowhere_else(tmp_path: Path):
+    (tmp_path / "k.cu").write_text("// k\n")
+    kernel = _load(_write(tmp_path, GOOD + 'tuned_entries = { 90 = "k<2>", 86 = "k<3>" }\n'))["fp32/k"]
+    assert kernel.tuned_entries == ((90, "k<2>"), (86, "k<3>"))
+    assert (kernel.on(90).entry, kernel.on(86).entry, kernel.on(80).entry) == ("k<2>", "k<3>", "k<1>")
+    assert kernel.on_architecture("sm_90").entry == kernel.on_architecture("compute_90").entry == "k<2>"
+    # What `on` returns names one entry alone: compiled for any architecture afterwards, it stays that build.
+    assert kernel.on(90).tuned_entries == () and kernel.on(90).on(80).entry == "k<2>"
+    assert kernel.on(90).name == kernel.name
+    plain = KERNELS["fp32/naive"]
+    assert plain.on(90) is plain
+
+
+def test_tuned_entries_fill_the_precisions_element_types(tmp_path: Path):
+    (tmp_path / "k.cu").write_text("// k\n")
+    text = GOOD.replace('entry = "k<1>"', 'entry = "k<{input}, 1>"') + 'tuned_entries = { 90 = "k<{input}, 2>" }\n'
+    assert _load(_write(tmp_path, text))["fp32/k"].on(90).entry == "k<float, 2>"
+
+
 @pytest.mark.parametrize("m, n, grid", [
     (1, 1, (1, 1, 1)),
     (128, 128, (1, 1, 1)),
@@ -395,6 +414,18 @@ BAD_FIELDS = [
     ("tma operand a number", GOOD + "tma = { B = 5 }\n", _load, ["fp32/k: tma.B needs exactly box and swizzle, got 5"]),
     ("grid a list", GOOD + 'grid = ["tiles"]\n', _load, ["fp32/k: grid must be one of", "got ['tiles']"]),
     ("target a number", GOOD + "target = 90\n", _load, ["fp32/k: target names an architecture-specific", "got 90"]),
+    ("tuned entry keyed by a name", GOOD + 'tuned_entries = { sm_90 = "k<2>" }\n', _load,
+     ["fp32/k: tuned_entries maps compute capabilities (e.g. 90) to entries", "got {'sm_90': 'k<2>'}"]),
+    ("tuned entry a number", GOOD + "tuned_entries = { 90 = 2 }\n", _load,
+     ["fp32/k: tuned_entries.90 must be a non-empty string, got 2"]),
+    ("tuned entry older than the kernel", GOOD + 'tuned_entries = { 60 = "k<2>" }\n', _load,
+     ["fp32/k: tuned_entries.60: the kernel runs on compute capability from 7.0 on, not 6.0"]),
+    ("tuned entry of another template", GOOD + 'tuned_entries = { 90 = "other<2>" }\n', _load,
+     ["fp32/k: tuned_entries.90 'other<2>' must instantiate the entry's template k"]),
+    ("tuned entry with a placeholder left", GOOD + 'tuned_entries = { 90 = "k<{accumulate}>" }\n', _load,
+     ["fp32/k: tuned_entries.90 'k<{accumulate}>' holds {accumulate}"]),
+    ("tuned entry on a library kernel", _head_edit("library = \"cublas\"", 'library = "cublas"\ntuned_entries = {}'),
+     _load, ["fp32/cublas: a library kernel has no ['tuned_entries']"]),
     ("technique a number", _kernel_edit('technique = "t"', "technique = 3"), _load,
      ["fp32/k: technique must be a non-empty string, got 3"]),
     ("entry a list", _kernel_edit('entry = "k<1>"', 'entry = ["k<1>"]'), _load, ["fp32/k: entry", "got ['k<1>']"]),
@@ -487,6 +518,8 @@ def test_the_real_catalogue_reads_as_its_toml_says(tmp_path: Path):
                 value = tuple(catalogue.Origin(o["seed"], o["label"]) for o in value)
             elif key == "renamed_from":
                 value = (value,) if isinstance(value, str) else tuple(value)
+            elif key == "tuned_entries":
+                value = tuple((int(cc), entry) for cc, entry in value.items())
             elif isinstance(value, list):
                 value = tuple(value)
             expected[renamed.get(key, key)] = value

@@ -80,8 +80,9 @@ def cmd_list(args) -> int:
         runs_on = kernel.target or f"{kernel.min_compute_capability / 10:.1f}"
         if args.wide:
             origin = ", ".join(f"{seed_names.get(o.seed, o.seed)} {o.label}" for o in kernel.origins)
-            rows.append([kernel.name, kernel.library or f"{kernel.source} {kernel.entry}", shapes, runs_on, origin,
-                         kernel.technique])
+            tuned = "".join(f"; sm_{cc}: {entry}" for cc, entry in kernel.tuned_entries)
+            rows.append([kernel.name, kernel.library or f"{kernel.source} {kernel.entry}{tuned}", shapes, runs_on,
+                         origin, kernel.technique])
         else:
             seeds = " ".join(dict.fromkeys(seed_names.get(o.seed, o.seed) for o in kernel.origins))
             rows.append([kernel.name, shapes, runs_on, seeds, kernel.technique])

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..catalogue import Kernel
-from .build import BuildError, compiled
+from .build import BuildError, compiled, for_this_gpu
 from .paired import PairedSettings, PairedTiming, StreamBlocks, time_paired
 from .problem import UnsupportedShape, library_version, make_problem, rebind, shares_storage
 from .resources import GeometryError, launch_geometry
@@ -199,7 +199,7 @@ def build_ahead(kernel: Kernel) -> None:
     another, where these threads make them side by side (lab/2026-11-27-history-pairing)."""
     try:
         compiled(kernel)
-        launch_geometry(kernel)
+        launch_geometry(for_this_gpu(kernel))
     except (BuildError, GeometryError):
         pass
 

@@ -84,10 +84,24 @@ def _read_in(kernel_dir: Path, name: str) -> str | None:
     return path.read_text() if path.is_file() else None
 
 
-@functools.cache
+def for_this_gpu(kernel: Kernel) -> Kernel:
+    """The kernel as built for the current device: its entry tuned for the device's architecture, where the catalogue
+    names one (Kernel.on). The device is asked only of a kernel that has tuned entries."""
+    if not kernel.tuned_entries:
+        return kernel
+    import cupy
+
+    return kernel.on(int(cupy.cuda.Device().compute_capability))
+
+
 def compiled(kernel: Kernel):
-    """The kernel's cupy.RawKernel for the current device (CuPy keeps the binary in its cache on disk). Raises
-    BuildError with NVRTC's log."""
+    """The kernel's cupy.RawKernel for the current device, built from its entry for the device's architecture (CuPy
+    keeps the binary in its cache on disk). Raises BuildError with NVRTC's log."""
+    return _compiled(for_this_gpu(kernel))
+
+
+@functools.cache
+def _compiled(kernel: Kernel):
     if kernel.library:
         raise BuildError(f"{kernel.name} is a {kernel.library} call, not a compiled kernel")
     import cupy

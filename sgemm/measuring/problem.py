@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..catalogue import OPERAND_DIMS, Kernel, operand_shape
-from .build import compiled
+from .build import compiled, for_this_gpu
 from .elements import ELEMENT_TYPES
 from .launch import prepare, shape_problem
 
@@ -59,7 +59,7 @@ class Problem:
 def make_problem(kernel: Kernel, m: int, n: int, k: int, alpha: float = 1.0, beta: float = 0.0,
                  seed: int = DEFAULT_SEED) -> Problem:
     """Allocate A, B, C on the current device and bind the kernel's launch to them (compiling it if needed)."""
-    if reason := shape_problem(kernel, m, n, k):
+    if reason := shape_problem(for_this_gpu(kernel), m, n, k):
         raise UnsupportedShape(reason)
     import cupy
 
@@ -90,7 +90,7 @@ def rebind(problem: Problem, kernel: Kernel) -> Problem:
     builds timed side by side read the same inputs from the same addresses. ValueError when the storage differs."""
     if not shares_storage(problem, kernel):
         raise ValueError(f"{kernel.name} cannot share {problem.kernel.name}'s arrays: other element types or strides")
-    if reason := shape_problem(kernel, problem.m, problem.n, problem.k):
+    if reason := shape_problem(for_this_gpu(kernel), problem.m, problem.n, problem.k):
         raise UnsupportedShape(reason)
     launch = _launch(kernel, problem.m, problem.n, problem.k, problem.alpha, problem.beta, *problem.storage)
     return replace(problem, kernel=kernel, launch=launch)
@@ -99,7 +99,8 @@ def rebind(problem: Problem, kernel: Kernel) -> Problem:
 def _launch(kernel: Kernel, m: int, n: int, k: int, alpha: float, beta: float, a, b, c) -> Callable[[], None]:
     if kernel.library == "cublas":
         return _cublas_launch(kernel, m, n, k, alpha, beta, a, b, c)
-    return prepare(kernel, compiled(kernel), m, n, k, alpha, beta, a, b, c)
+    built = for_this_gpu(kernel)  # the entry for this GPU's architecture: its program and its geometry
+    return prepare(built, compiled(built), m, n, k, alpha, beta, a, b, c)
 
 
 def _cublas_launch(kernel, m, n, k, alpha, beta, a, b, c) -> Callable[[], None]:

@@ -153,9 +153,12 @@ def read_geometry(ptx: str, lowered: str) -> Geometry:
 
 
 def compile_offline(kernel: Kernel, arch: str) -> OfflineBuild:
-    """Compile for `arch` (e.g. 'sm_90', or 'sm_90a') without a GPU; a virtual architecture ('compute_90a') stops at
-    the PTX, with no cubin and no ptxas report."""
+    """Compile for `arch` (e.g. 'sm_90', or 'sm_90a') without a GPU, the kernel's entry tuned for that architecture
+    where the catalogue names one; a virtual architecture ('compute_90a') stops at the PTX, with no cubin and no
+    ptxas report."""
     from cuda.bindings import nvrtc
+
+    kernel = kernel.on_architecture(arch)
 
     to_ptx = arch.startswith("compute_")
     options = [*nvrtc_options(kernel.kernel_dir), *_header_dirs(), f"--gpu-architecture={arch}",
@@ -312,7 +315,8 @@ def _kept_path(kind: str, kernel: Kernel, arch: str) -> Path:
     from cuda.bindings import nvrtc
 
     _, major, minor = nvrtc.nvrtcVersion()
-    key = hashlib.sha256(json.dumps([kernel_source(kernel), kernel.entry, arch, nvrtc_options(kernel.kernel_dir),
+    entry = kernel.on_architecture(arch).entry
+    key = hashlib.sha256(json.dumps([kernel_source(kernel), entry, arch, nvrtc_options(kernel.kernel_dir),
                                      _header_dirs(), [major, minor]]).encode()).hexdigest()
     return _cache_dir(kind) / f"{key}.json"
 
@@ -325,7 +329,8 @@ def _keep(path: Path, figures: dict) -> None:
 
 
 def _ptx_arch(kernel: Kernel) -> str:
-    """The virtual architecture the geometry is read at: it does not depend on one, so the kernel's first."""
+    """The virtual architecture the geometry is read at: it does not depend on one, so the kernel's first. (An entry
+    tuned for another architecture is another kernel to this: Kernel.on makes it, naming that entry alone.)"""
     return kernel.architectures(tracked_architectures())[0].replace("sm_", "compute_")
 
 
@@ -438,7 +443,7 @@ def usage_table(kernels: list[Kernel],
     programs = {}  # each distinct program, compiled once: (source, entry, arch) -> (kernel, arch)
     for kernel in kernels:
         for arch in kernel.architectures(archs) if not kernel.library else ():
-            builds[kernel.name, arch] = program = (kernel.source, kernel.entry, arch)
+            builds[kernel.name, arch] = program = (kernel.source, kernel.on_architecture(arch).entry, arch)
             programs.setdefault(program, (kernel, arch))
     say = _progress_file(os.environ.get(PROGRESS_VARIABLE))
     started, usage = time.monotonic(), {}

@@ -85,8 +85,8 @@ class GpuNotFree(RuntimeError):
 def launch_signature(kernel: Kernel) -> tuple:
     """Everything of an entry that decides how its program is launched and on what. The geometry a kernel states
     of itself is in its cubin (program_digest); what an older catalogue states of it is here."""
-    return (kernel.library, kernel.entry, kernel.types.input, kernel.types.output, kernel.pitch, kernel.grid_rule,
-            kernel.target, kernel.stated)
+    return (kernel.library, kernel.entry, kernel.tuned_entries, kernel.types.input, kernel.types.output,
+            kernel.pitch, kernel.grid_rule, kernel.target, kernel.stated)
 
 
 def target_of(kernel: Kernel, compute_capability: int) -> str:

@@ -30,9 +30,29 @@ def test_every_kernel_is_checked_at_partial_tiles_wherever_it_claims_them():
     for kernel in KERNELS:
         if kernel.library:
             continue
-        for axis, tile in enumerate(launch_geometry(kernel).block_tile):  # rows (M), then columns (N)
-            if kernel.multiple_of[axis] % tile:  # the kernel claims sizes that leave a partial tile
-                assert any(shape[axis] % tile for shape in _supported(kernel)), (kernel.name, "MN"[axis])
+        # Each build: its entry, and each entry tuned for an architecture, whose tiles may differ.
+        for build in [kernel.on(0), *(kernel.on(cc) for cc, _ in kernel.tuned_entries)]:
+            for axis, tile in enumerate(launch_geometry(build).block_tile):  # rows (M), then columns (N)
+                if kernel.multiple_of[axis] % tile:  # the kernel claims sizes that leave a partial tile
+                    assert any(shape[axis] % tile for shape in _supported(kernel)), (build.entry, "MN"[axis])
+
+
+def _runnable_here(kernel):
+    """Skips, with the kernel's reason, where this GPU cannot run it (too old, or not its one architecture)."""
+    from sgemm.measuring.record import device_info
+
+    if reason := kernel.gpu_problem(device_info().compute_capability):
+        pytest.skip(reason)
+
+
+def _problem(kernel, m, n, k, **scalars):
+    """The problem, or a skip with the reason where the kernel's launch geometry refuses the shape."""
+    from sgemm.measuring.problem import UnsupportedShape
+
+    try:
+        return make_problem(kernel, m, n, k, **scalars)
+    except UnsupportedShape as exc:
+        pytest.skip(str(exc))
 
 
 @pytest.mark.gpu
@@ -40,8 +60,9 @@ def test_every_kernel_is_checked_at_partial_tiles_wherever_it_claims_them():
 def test_every_kernel_matches_fp64_at_every_shape_it_claims(kernel):
     from sgemm.measuring.verify import verify
 
+    _runnable_here(kernel)
     for m, n, k in _supported(kernel):
-        assert verify(make_problem(kernel, m, n, k)) <= kernel.tolerance
+        assert verify(_problem(kernel, m, n, k)) <= kernel.tolerance
 
 
 @pytest.mark.gpu
@@ -49,8 +70,9 @@ def test_every_kernel_matches_fp64_at_every_shape_it_claims(kernel):
 def test_alpha_and_beta_are_honoured(kernel):
     from sgemm.measuring.verify import verify
 
+    _runnable_here(kernel)
     for m, n, k in _claimed(kernel, [(1000, 1028, 516), (127, 132, 68)]):
-        assert verify(make_problem(kernel, m, n, k, alpha=1.5, beta=-0.75)) <= kernel.tolerance
+        assert verify(_problem(kernel, m, n, k, alpha=1.5, beta=-0.75)) <= kernel.tolerance
 
 
 @pytest.mark.gpu
