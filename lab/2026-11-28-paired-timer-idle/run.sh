@@ -2,7 +2,8 @@
 # Where the paired timer's idle GPU time goes, on one card (CUDA_VISIBLE_DEVICES, else card 0): probe.py's A/A round
 # of a Hopper case at 8192 and an FP32 case at 4096, as a gate's round runs it and changed one thing at a time (L2
 # warm, four blocks queued ahead, 50 ms blocks, garbage collection off), then tools.acceptance.timer_bias's 20
-# processes a case. Run from the repository root with .whl carried; results under $OUT/timer-idle/.
+# processes a case (PROBES=short: the first two probes a case only). Run from the repository root with .whl carried;
+# results under $OUT/timer-idle/.
 set -uo pipefail
 OUT=${OUT:-$PWD/out}/timer-idle
 mkdir -p "$OUT"
@@ -14,6 +15,7 @@ probe() { timeout 60 python3 lab/2026-11-28-paired-timer-idle/probe.py "$@" >> "
 for case in "fp16/wgmma_grouped_tma_store 8192" "fp32/warptile 4096"; do
     probe $case
     probe $case --warm
+    [ "${PROBES:-all}" = short ] && continue  # the round as a gate runs it, L2 flushed and warm: nothing else
     probe $case --ahead 4
     probe $case --block-s 0.05
     probe $case --no-gc

@@ -74,8 +74,6 @@ def gate_cases(count: int) -> list[tuple[str, str]]:
     from sgemm import catalogue
     from sgemm.results import asvsuite
 
-    # The kernels the study measured (each has its own sd at 4096); a kernel added since has none, and would change
-    # the gates' sizes from the ones the lab entry reports.
     measured = {entry["case"].split(" ")[0] for entry in json.loads(MEASURED_SDS.read_text())["sizes"]["4096"]}
     kernels = {name: kernel for name, kernel in catalogue.load_catalogue().items() if name in measured}
     sweep_kernels, sweep_shapes = catalogue.sweep(catalogue.CATALOGUE_PATH)
