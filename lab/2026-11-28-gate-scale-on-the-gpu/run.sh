@@ -10,16 +10,17 @@
 #      tile order at 4096 and on a sample of the common.cuh edit's kernels;
 #   4  the common.cuh edit gated at 4096 on one card;
 #   tile  the tile-order change alone, gated with default options on card ${CARD:-0} (the rest of the box left to
-#      other work).
+#      other work);
+#   aa  one A/A gate of the Hopper ladder at 8192, timing forced, on card ${CARD:-0}, cut at ${AA_LIMIT_S:-450} s.
 # Phases 2 to 4 judge with the noise file main holds: commit phase 1's noise.json to noise/ first.
 # Run from the repository root with .whl (the offline wheelhouse) and .bundle/main.bundle carried
 # (`git bundle create .bundle/main.bundle main`). Everything lands in $OUT/phaseN.tar.gz and $OUT/summary.txt.
 set -uo pipefail
-phase=${1:?usage: run.sh 1|2|3|4|tile}
+phase=${1:?usage: run.sh 1|2|3|4|tile|aa}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 src=$PWD
-keep=/tmp/keep
+keep=/tmp/keep-$phase  # each phase its own, so that two may run at once
 mkdir -p "$keep"
 ls .whl/*.whl | grep -v -e numpy- -e nvidia_ml_py- | xargs python3 -m pip install -q --no-index --no-deps \
     --no-compile --target /tmp/site 2>/dev/null
@@ -30,7 +31,7 @@ nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.d
     --format=csv | tee -a "$OUT/summary.txt"
 
 # The scratch repository: main as carried, and on top of it one commit per edit (each a branch of its own).
-repo=/tmp/repo
+repo=/tmp/repo-$phase
 rm -rf $repo && git clone -q "$src/.bundle/main.bundle" $repo && cd $repo && git checkout -q -B main origin/main
 base=$(git rev-parse HEAD)
 say "main at $base"
@@ -56,20 +57,20 @@ for old, new in (('beta * *c;', 'beta * __ldcs(c);'),
 p.write_text(t)")
 git checkout -q main
 for name in main tile common; do  # source trees for the independent timer
-    mkdir -p /tmp/trees/$name && git archive "$name" | tar -x -C /tmp/trees/$name
+    mkdir -p /tmp/trees-$phase/$name && git archive "$name" | tar -x -C /tmp/trees-$phase/$name
 done
 say "commits: aa $aa, tile $tile, spin $spin, common $common"
 
 gate() {  # gate NAME CARDS HEAD ARGS...: `sgemm gate main HEAD ARGS` on CUDA_VISIBLE_DEVICES=CARDS, timed, cut at $limit s
     local name=$1 cards=$2 head=$3; shift 3
     local started=$SECONDS
-    CUDA_VISIBLE_DEVICES=$cards timeout "${limit:-540}" python3 -m sgemm gate "$base" "$head" --work /tmp/work-$name \
+    CUDA_VISIBLE_DEVICES=$cards timeout "${limit:-540}" python3 -m sgemm gate "$base" "$head" --work /tmp/work-$phase-$name \
         --report $keep/$name.md "$@" > $keep/$name.log 2>&1
     local status=$?
     say "gate $name (cards $cards; $*): exit $status after $((SECONDS - started)) s: $(tail -n 1 $keep/$name.log)"
 }
 events() {  # events CARD TREE_B KERNEL SIZE: the independent cold-L2 timer, main's tree against TREE_B
-    CUDA_VISIBLE_DEVICES=$1 timeout 90 python3 -m tools.acceptance.ab_events /tmp/trees/main /tmp/trees/$2 "$3" "$4" \
+    CUDA_VISIBLE_DEVICES=$1 timeout 90 python3 -m tools.acceptance.ab_events /tmp/trees-$phase/main /tmp/trees-$phase/$2 "$3" "$4" \
         --flush-l2 >> $keep/events.jsonl 2>> $keep/events.err
     say "events $2 $3 $4: $(tail -n 1 $keep/events.jsonl | cut -c1-160)"
 }
@@ -81,7 +82,7 @@ case $phase in
             --rounds 4 --max-rounds 4 --extra-rounds 0
         limit=190 gate noise-8192 1,2,3 "$aa" -k fp16 -k bf16 --size 8192 --no-sweep --time-unchanged --gpus all \
             --rounds 8 --max-rounds 8 --extra-rounds 0
-        python3 -m sgemm noise --rounds /tmp/work-noise-4096 --rounds /tmp/work-noise-8192 \
+        python3 -m sgemm noise --rounds /tmp/work-$phase-noise-4096 --rounds /tmp/work-$phase-noise-8192 \
             --machine nvidia-h100-80gb-hbm3 --out $keep/noise.json > $keep/noise.log 2>&1
         say "noise: exit $?: $(tail -n 2 $keep/noise.log)"
         cp $keep/noise.json "$OUT/noise.json"
@@ -131,6 +132,10 @@ case $phase in
     ;;
 tile)
     limit=${TILE_LIMIT_S:-330} gate tile "${CARD:-0}" "$tile" --size 4096 --size 8192 --no-sweep
+    ;;
+aa)
+    limit=${AA_LIMIT_S:-450} gate aa-card"${CARD:-0}" "${CARD:-0}" "$aa" -k fp16 -k bf16 --size 8192 --no-sweep \
+        --time-unchanged
     ;;
 esac
 tar -czf "$OUT/phase$phase.tar.gz" -C $keep .

@@ -3,11 +3,11 @@ changed by the options), its blocks' events and the host's own clock kept for ev
 counted blocks, how late the host released the later block, and Python's garbage collections.
 
     python lab/2026-11-28-paired-timer-idle/probe.py KERNEL SIZE [--warm] [--ahead N] [--block-s S] [--no-gc]
-                                                     [--trees TREE_A TREE_B] [--flush-with fill|memset|kernel]
+                                             [--trees TREE_A TREE_B] [--flush-with timer|fill|memset|kernel|read]
 
---trees times the kernel built from two source trees (an A/B round) instead of one build twice; --flush-with fill
-writes the L2 flush with CuPy's fill, --flush-with kernel with a kernel of the probe's own, instead of the timer's
-cudaMemsetAsync.
+--trees times the kernel built from two source trees (an A/B round) instead of one build twice; --flush-with
+replaces the timer's own L2 flush (timer) by CuPy's fill, cudaMemsetAsync, a kernel of 16-byte stores (kernel) or
+one of 16-byte loads (read).
 
 Prints one line of JSON: the gaps' percentiles, their sum over the counted span, how many gaps followed a block that
 was released late (after the block before it had started) and the collections that ran while blocks were queued.
@@ -39,6 +39,16 @@ extern "C" __global__ void write_words(uint4* buffer, unsigned long long words, 
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < words;
          i += (unsigned long long)gridDim.x * blockDim.x)
         buffer[i] = make_uint4(value, value ^ 1u, value ^ 2u, value ^ 3u);
+}
+
+extern "C" __global__ void read_words(const uint4* buffer, unsigned long long words, unsigned int* sink) {
+    unsigned int sum = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < words;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const uint4 v = buffer[i];
+        sum ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (sum == 0xdeadbeefu) *sink = sum;  // never true for a zeroed buffer; keeps the loads
 }
 """
 
@@ -77,7 +87,7 @@ def main() -> int:
     parser.add_argument("--block-s", type=float, default=ROUND_SETTINGS.block_s)
     parser.add_argument("--no-gc", action="store_true", help="garbage collection off during the round")
     parser.add_argument("--trees", nargs=2, type=Path)
-    parser.add_argument("--flush-with", choices=("fill", "memset", "kernel"), default="memset")
+    parser.add_argument("--flush-with", choices=("timer", "fill", "memset", "kernel", "read"), default="timer")
     args = parser.parse_args()
     import cupy
 
@@ -97,6 +107,25 @@ def main() -> int:
             self._flush_buffer.fill(self._queued % 251)
 
         paired.StreamBlocks._flush = fill_flush
+    if args.flush_with == "memset":
+        def memset_flush(self):
+            if self._flush_buffer is None:
+                self._flush_buffer = cupy.empty(2 * cupy.cuda.Device().attributes["L2CacheSize"], dtype=cupy.uint8)
+            cupy.cuda.runtime.memsetAsync(self._flush_buffer.data.ptr, self._queued % 251, self._flush_buffer.nbytes,
+                                          self.stream.ptr)
+
+        paired.StreamBlocks._flush = memset_flush
+    if args.flush_with == "read":
+        reader = cupy.RawKernel(FLUSH_SOURCE, "read_words")
+
+        def read_flush(self):
+            if self._flush_buffer is None:
+                self._flush_buffer = cupy.zeros(2 * cupy.cuda.Device().attributes["L2CacheSize"] // 16,
+                                                dtype=cupy.uint32).reshape(-1, 4)
+                self._flush_sink = cupy.zeros(1, dtype=cupy.uint32)
+            reader((264,), (512,), (self._flush_buffer, cupy.uint64(self._flush_buffer.shape[0]), self._flush_sink))
+
+        paired.StreamBlocks._flush = read_flush
     if args.flush_with == "kernel":
         writer = cupy.RawKernel(FLUSH_SOURCE, "write_words")
 
@@ -159,6 +188,10 @@ def main() -> int:
         "gap_us": {"p10": pct(0.1) * 1e6, "p50": pct(0.5) * 1e6, "p90": pct(0.9) * 1e6, "p99": pct(0.99) * 1e6,
                    "max": (ordered[-1] if ordered else math.nan) * 1e6},
         "block_ms_median": sorted(block_s)[len(block_s) // 2] * 1e3 if block_s else math.nan,
+        "base_us": timing.timings[0].median_s * 1e6,
+        # what a launch's flush (and its events) add to a block: the block's span less its launches' own time
+        "flush_us_a_launch": (sorted(block_s)[len(block_s) // 2] / timing.launches_per_block
+                              - timing.timings[0].median_s) * 1e6 if block_s else math.nan,
         "long_gaps": len(long_gaps), "long_gaps_after_late_release": sum(late[i] for i in long_gaps),
         "late_releases": sum(late),
         "long_gap_positions_mod_4builds": sorted({(i + 1) % 8 for i in long_gaps}),

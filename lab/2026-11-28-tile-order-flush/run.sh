@@ -6,7 +6,8 @@
 # builds every launch). Each of the four combinations, twice, on one card (CUDA_VISIBLE_DEVICES, else card 0):
 # ab_events with --flush-with fill|memset, and the paired timer (probe.py --trees) with --flush-with fill|memset|kernel
 # (a 16-byte-store kernel of the probe's own).
-# Run from the repository root with .whl and .bundle/main.bundle carried; results under $OUT/tile-flush/.
+# REPEATS (2), EVENT_FLUSHES (fill memset) and PAIRED_FLUSHES (fill memset kernel; also timer: the timer's own, and
+# read) choose what runs. Run from the repository root with .whl carried; results under $OUT/tile-flush/.
 set -uo pipefail
 OUT=${OUT:-$PWD/out}/tile-flush
 mkdir -p "$OUT"
@@ -25,22 +26,24 @@ assert t.count(old) == 1, "the tile order's line is not where it was"
 p.write_text(t.replace(old, "        constexpr int kGroupRows = 4;\n"))
 PY
 for kernel in fp16/wgmma_grouped_tma_store bf16/wgmma_grouped_tma_store; do
-    for repeat in 1 2; do
-        for how in fill memset; do
+    for repeat in $(seq "${REPEATS:-2}"); do
+        for how in ${EVENT_FLUSHES-fill memset}; do
             timeout 90 python3 -m tools.acceptance.ab_events $trees/main $trees/tile $kernel 4096 --flush-l2 \
                 --flush-with $how >> "$OUT/events.jsonl" 2>> "$OUT/events.err"
         done
-        for how in fill memset kernel; do
+        for how in ${PAIRED_FLUSHES-fill memset kernel}; do
             timeout 90 python3 lab/2026-11-28-paired-timer-idle/probe.py $kernel 4096 --trees $trees/main $trees/tile \
                 --flush-with $how >> "$OUT/paired.jsonl" 2>> "$OUT/paired.err"
         done
     done
 done
-python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
+python3 - "$OUT" <<'PY' | tee -a "$OUT/summary.txt"
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
 for name in ("events", "paired"):
-    for line in (out / f"{name}.jsonl").read_text().splitlines():
+    path = out / f"{name}.jsonl"
+    for line in path.read_text().splitlines() if path.exists() else []:
         d = json.loads(line)
-        print(name, d.get("kernel") or d.get("case"), d["l2"], f"{d['ratio']:.4f}", d.get("interval", ""))
+        print(name, d.get("kernel") or d.get("case"), d["l2"], f"{d['ratio']:.4f}", d.get("interval", ""),
+              f"base {d['base_us']:.1f} us, flush {d['flush_us_a_launch']:.1f} us a launch" if "base_us" in d else "")
 PY
