@@ -188,10 +188,10 @@ def main() -> int:
         "gap_us": {"p10": pct(0.1) * 1e6, "p50": pct(0.5) * 1e6, "p90": pct(0.9) * 1e6, "p99": pct(0.99) * 1e6,
                    "max": (ordered[-1] if ordered else math.nan) * 1e6},
         "block_ms_median": sorted(block_s)[len(block_s) // 2] * 1e3 if block_s else math.nan,
-        "base_us": timing.timings[0].median_s * 1e6,
+        "base_us": timing.builds[0].median_s * 1e6,
         # what a launch's flush (and its events) add to a block: the block's span less its launches' own time
         "flush_us_a_launch": (sorted(block_s)[len(block_s) // 2] / timing.launches_per_block
-                              - timing.timings[0].median_s) * 1e6 if block_s else math.nan,
+                              - timing.builds[0].median_s) * 1e6 if block_s else math.nan,
         "long_gaps": len(long_gaps), "long_gaps_after_late_release": sum(late[i] for i in long_gaps),
         "late_releases": sum(late),
         "long_gap_positions_mod_4builds": sorted({(i + 1) % 8 for i in long_gaps}),

@@ -213,14 +213,7 @@ extern "C" __global__ void hold_until(const volatile unsigned int* flag, unsigne
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
     } while (*flag < value && now - start < timeout_ns);
 }
-
-extern "C" __global__ void write_bytes(unsigned char* buffer, unsigned long long bytes, unsigned char value) {
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < bytes;
-         i += (unsigned long long)gridDim.x * blockDim.x)
-        buffer[i] = value;
-}
 """
-FLUSH_GRID, FLUSH_BLOCK = 1024, 256
 
 
 @dataclass
@@ -240,7 +233,6 @@ class StreamBlocks:
 
         self.stream = stream
         self._hold = cupy.RawKernel(_HOLD_SOURCE, "hold_until")
-        self._write_bytes = cupy.RawKernel(_HOLD_SOURCE, "write_bytes")
         runtime = cupy.cuda.runtime
         self._flag_host = runtime.hostAlloc(4, runtime.hostAllocMapped)
         self._flag = ctypes.c_uint32.from_address(self._flag_host)
@@ -250,17 +242,16 @@ class StreamBlocks:
         self._flush_buffer = None
 
     def _flush(self) -> None:
-        # Twice the L2 written a byte a thread, by a kernel compiled with the blocker (no module loads mid-round).
-        # On an H100, cudaMemsetAsync (NVBench's flush) and 16-byte stores left the data a GEMM reuses in L2: a
-        # tile-order change that byte stores (and CuPy's fill) showed at +0.7% read +0.0-0.3% after them
-        # (lab/2026-11-28-tile-order-flush).
+        # A memset of twice the L2, as NVBench flushes: no kernel of CuPy's, whose fill loaded a module of its own
+        # for new values in the middle of the timed blocks (half a second each, the GPU idle meanwhile, on an H100).
+        # Not settled: on an H100 a tile-order change that CuPy's fill showed was nearly hidden after this memset and
+        # after a byte-store kernel alike (lab/2026-11-28-four-cards).
         import cupy
-        import numpy as np
 
         if self._flush_buffer is None:
             self._flush_buffer = cupy.empty(2 * cupy.cuda.Device().attributes["L2CacheSize"], dtype=cupy.uint8)
-        self._write_bytes((FLUSH_GRID,), (FLUSH_BLOCK,), (self._flush_buffer, np.uint64(self._flush_buffer.nbytes),
-                                                          np.uint8(self._queued % 251)))
+        cupy.cuda.runtime.memsetAsync(self._flush_buffer.data.ptr, self._queued % 251, self._flush_buffer.nbytes,
+                                      self.stream.ptr)
 
     def queue(self, launch: Launch, count: int, flush_l2: bool) -> _Block:
         import cupy

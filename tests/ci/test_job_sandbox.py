@@ -224,6 +224,16 @@ def test_the_environment_is_cleared_and_loader_variables_refused(box):
 
 
 @needs_bwrap
+def test_the_card_a_gate_gives_each_round_reaches_the_job(box):
+    """On four H100s every round of a sandboxed gate ended ERROR: the launcher refused the CUDA_VISIBLE_DEVICES the
+    gate sets to give a round's process its own card."""
+    from sgemm.rounds.session import VISIBLE_VARIABLE
+
+    done = sandbox_standins.run(box["settings"], "--env", f"{VISIBLE_VARIABLE}=GPU-0000", "--", "env")
+    assert done.returncode == 0 and f"{VISIBLE_VARIABLE}=GPU-0000" in done.stdout.splitlines(), done.stdout
+
+
+@needs_bwrap
 def test_a_link_given_as_a_folder_is_refused_and_nothing_changes(box, tmp_path):
     """Review H1/D1: a link in the job folder handed a root-owned tree to the runner's user. Nothing is chowned now,
     and a link given to the sandbox is refused."""
