@@ -60,6 +60,15 @@ for name in main tile common; do  # source trees for the independent timer
     mkdir -p /tmp/trees-$phase/$name && git archive "$name" | tar -x -C /tmp/trees-$phase/$name
 done
 say "commits: aa $aa, tile $tile, spin $spin, common $common"
+# The Hopper ladder's 14 cases at 8192 and the two cuBLAS controls, by name: `-k fp16` is the whole precision, which
+# now holds the mma.sync steps at 8192 too.
+hopper=()
+for precision in fp16 bf16; do
+    for name in cublas wgmma_tma wgmma_tma_wide wgmma_specialized wgmma_pipelined wgmma_persistent wgmma_cluster \
+            wgmma_grouped_tma_store; do
+        hopper+=(-k "$precision/$name")
+    done
+done
 
 gate() {  # gate NAME CARDS HEAD ARGS...: `sgemm gate main HEAD ARGS` on CUDA_VISIBLE_DEVICES=CARDS, timed, cut at $limit s
     local name=$1 cards=$2 head=$3; shift 3
@@ -80,7 +89,7 @@ case $phase in
     {
         limit=300 gate noise-4096 1,2,3 "$aa" -k fp32 -k fp16 -k bf16 --size 4096 --no-sweep --time-unchanged --gpus all \
             --rounds 4 --max-rounds 4 --extra-rounds 0
-        limit=190 gate noise-8192 1,2,3 "$aa" -k fp16 -k bf16 --size 8192 --no-sweep --time-unchanged --gpus all \
+        limit=190 gate noise-8192 1,2,3 "$aa" "${hopper[@]}" --size 8192 --no-sweep --time-unchanged --gpus all \
             --rounds 8 --max-rounds 8 --extra-rounds 0
         python3 -m sgemm noise --rounds /tmp/work-$phase-noise-4096 --rounds /tmp/work-$phase-noise-8192 \
             --machine nvidia-h100-80gb-hbm3 --out $keep/noise.json > $keep/noise.log 2>&1
@@ -100,7 +109,7 @@ case $phase in
     ;;
 2)
     for card in 0 1 2; do
-        limit=450 gate aa-card$card $card "$aa" -k fp16 -k bf16 --size 8192 --no-sweep --time-unchanged &
+        limit=450 gate aa-card$card $card "$aa" "${hopper[@]}" --size 8192 --no-sweep --time-unchanged &
     done
     {
         for case in fp16/wgmma_grouped_tma_store:8192 fp32/warptile:4096; do
@@ -113,7 +122,7 @@ case $phase in
     wait
     ;;
 3)
-    limit=200 gate aa-gpus4 0,1,2,3 "$aa" -k fp16 -k bf16 --size 8192 --no-sweep --time-unchanged --gpus 4
+    limit=200 gate aa-gpus4 0,1,2,3 "$aa" "${hopper[@]}" --size 8192 --no-sweep --time-unchanged --gpus 4
     limit=200 gate common-gpus4 0,1,2,3 "$common" --size 4096 --no-sweep --gpus 4
     limit=180 gate tile 0 "$tile" --size 4096 --size 8192 --no-sweep &
     limit=180 gate spin 1 "$spin" --size 4096 --size 8192 --no-sweep &
@@ -134,7 +143,7 @@ tile)
     limit=${TILE_LIMIT_S:-330} gate tile "${CARD:-0}" "$tile" --size 4096 --size 8192 --no-sweep
     ;;
 aa)
-    limit=${AA_LIMIT_S:-450} gate aa-card"${CARD:-0}" "${CARD:-0}" "$aa" -k fp16 -k bf16 --size 8192 --no-sweep \
+    limit=${AA_LIMIT_S:-450} gate aa-card"${CARD:-0}" "${CARD:-0}" "$aa" "${hopper[@]}" --size 8192 --no-sweep \
         --time-unchanged
     ;;
 esac
