@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from sgemm.catalogue import load_catalogue  # noqa: E402
 from sgemm.measuring import paired  # noqa: E402
-from sgemm.measuring.ab import Build, _problems, _seconds_per_launch  # noqa: E402
+from sgemm.measuring.ab import Build, _problems  # noqa: E402
 from sgemm.measuring.telemetry import CardReadings  # noqa: E402
 from sgemm.rounds.session import ROUND_SETTINGS  # noqa: E402
 
@@ -137,7 +137,7 @@ def main() -> int:
             writer((264,), (512,), (self._flush_buffer, cupy.uint64(words), cupy.uint32(self._queued)))
 
         paired.StreamBlocks._flush = kernel_flush
-    slowest = max(_seconds_per_launch(problem.launch) for problem in problems)
+    slowest = max(paired.seconds_per_launch(problem.launch) for problem in problems)
     collections = []
     started = {}
 

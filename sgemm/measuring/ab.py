@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..catalogue import Kernel
 from .build import BuildError, compiled, for_this_gpu
-from .paired import PairedSettings, PairedTiming, StreamBlocks, time_paired
+from .paired import PairedSettings, PairedTiming, StreamBlocks, seconds_per_launch, time_paired
 from .problem import UnsupportedShape, library_version, make_problem, rebind, shares_storage
 from .resources import GeometryError, launch_geometry
 from .verify import VerificationError, verify
@@ -82,19 +82,6 @@ def _problems(builds: list[Build], m: int, n: int, k: int) -> list:
     return problems
 
 
-def _seconds_per_launch(launch) -> float:
-    import cupy
-
-    launch()  # a first launch may load the module
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    start.record()
-    for _ in range(CALIBRATION_LAUNCHES):
-        launch()
-    end.record()
-    end.synchronize()
-    return cupy.cuda.get_elapsed_time(start, end) / 1e3 / CALIBRATION_LAUNCHES
-
-
 def measure(builds: list[Build], m: int, n: int, k: int, settings: PairedSettings = PairedSettings(),
             readings=None, checked: frozenset[str] = frozenset()) -> ABResult:
     """Check every build against FP64 on the same inputs, then time them paired (ratios over the first build) on
@@ -113,7 +100,7 @@ def measure(builds: list[Build], m: int, n: int, k: int, settings: PairedSetting
             errors.append(verify(problem))
         except Exception as exc:  # noqa: BLE001
             raise _failure(build.label, exc) from exc
-    slowest = max(_seconds_per_launch(problem.launch) for problem in problems)
+    slowest = max(seconds_per_launch(problem.launch, CALIBRATION_LAUNCHES) for problem in problems)
     stream = cupy.cuda.Stream(non_blocking=True)
     timing = time_paired([problem.launch for problem in problems], StreamBlocks(stream), readings, settings,
                          slowest)

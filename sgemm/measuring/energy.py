@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
+from .paired import seconds_per_launch
 from .telemetry import (TelemetryUnavailable, collect_energy_mj, collect_power_limit_w, counter_support, gpu_name,
                         nvml_handle)
 
@@ -279,24 +280,10 @@ class CudaLaunchFeed:
 CALIBRATION_LAUNCHES = 5
 
 
-def seconds_per_launch(launch: Callable[[], None]) -> float:
-    """One launch's time, from a few back to back after one that may load the module: what sizes the blocks."""
-    import cupy
-
-    launch()
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    start.record()
-    for _ in range(CALIBRATION_LAUNCHES):
-        launch()
-    end.record()
-    end.synchronize()
-    return cupy.cuda.get_elapsed_time(start, end) / 1e3 / CALIBRATION_LAUNCHES
-
-
 def charge_launch(launch: Callable[[], None], board: BoardEnergy,
                   settings: EnergySettings = EnergySettings()) -> EnergyReading:
     """A launch (of a problem checked against FP64 already) charged over one window on the current device."""
-    return charge_window(board, CudaLaunchFeed(launch, seconds_per_launch(launch)), settings)
+    return charge_window(board, CudaLaunchFeed(launch, seconds_per_launch(launch, CALIBRATION_LAUNCHES)), settings)
 
 
 def energy_sizes(text: str | None) -> tuple[int, ...]:

@@ -318,6 +318,20 @@ def _device_address(host_address: int) -> int:
     return int(address)
 
 
+def seconds_per_launch(launch: Launch, launches: int = 3) -> float:
+    """One launch's time, from `launches` back to back after one that may load the module: what sizes the blocks."""
+    import cupy
+
+    launch()
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    for _ in range(launches):
+        launch()
+    end.record()
+    end.synchronize()
+    return cupy.cuda.get_elapsed_time(start, end) / 1e3 / launches
+
+
 def launches_per_block(seconds_per_launch: float, block_s: float) -> int:
     if not seconds_per_launch > 0:
         return MAX_BLOCK_LAUNCHES
