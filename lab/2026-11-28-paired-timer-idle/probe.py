@@ -137,7 +137,7 @@ def main() -> int:
             writer((264,), (512,), (self._flush_buffer, cupy.uint64(words), cupy.uint32(self._queued)))
 
         paired.StreamBlocks._flush = kernel_flush
-    slowest = max(paired.seconds_per_launch(problem.launch) for problem in problems)
+    slowest = max(paired.measure_launch_seconds(problem.launch) for problem in problems)
     collections = []
     started = {}
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..catalogue import Kernel
 from .build import BuildError, compiled, for_this_gpu
-from .paired import PairedSettings, PairedTiming, StreamBlocks, seconds_per_launch, time_paired
+from .paired import PairedSettings, PairedTiming, StreamBlocks, measure_launch_seconds, time_paired
 from .problem import UnsupportedShape, library_version, make_problem, rebind, shares_storage
 from .resources import GeometryError, launch_geometry
 from .verify import VerificationError, verify
@@ -100,7 +100,7 @@ def measure(builds: list[Build], m: int, n: int, k: int, settings: PairedSetting
             errors.append(verify(problem))
         except Exception as exc:  # noqa: BLE001
             raise _failure(build.label, exc) from exc
-    slowest = max(seconds_per_launch(problem.launch, CALIBRATION_LAUNCHES) for problem in problems)
+    slowest = max(measure_launch_seconds(problem.launch, CALIBRATION_LAUNCHES) for problem in problems)
     stream = cupy.cuda.Stream(non_blocking=True)
     timing = time_paired([problem.launch for problem in problems], StreamBlocks(stream), readings, settings,
                          slowest)

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
-from .paired import seconds_per_launch
+from .paired import measure_launch_seconds
 from .telemetry import (TelemetryUnavailable, collect_energy_mj, collect_power_limit_w, counter_support, gpu_name,
                         nvml_handle)
 
@@ -283,7 +283,7 @@ CALIBRATION_LAUNCHES = 5
 def charge_launch(launch: Callable[[], None], board: BoardEnergy,
                   settings: EnergySettings = EnergySettings()) -> EnergyReading:
     """A launch (of a problem checked against FP64 already) charged over one window on the current device."""
-    return charge_window(board, CudaLaunchFeed(launch, seconds_per_launch(launch, CALIBRATION_LAUNCHES)), settings)
+    return charge_window(board, CudaLaunchFeed(launch, measure_launch_seconds(launch, CALIBRATION_LAUNCHES)), settings)
 
 
 def energy_sizes(text: str | None) -> tuple[int, ...]:

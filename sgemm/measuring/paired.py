@@ -245,7 +245,7 @@ class StreamBlocks:
         # A memset of twice the L2, as NVBench flushes: no kernel of CuPy's, whose fill loaded a module of its own
         # for new values in the middle of the timed blocks (half a second each, the GPU idle meanwhile, on an H100).
         # Not settled: on an H100 a tile-order change that CuPy's fill showed was nearly hidden after this memset and
-        # after a byte-store kernel alike (lab/2026-11-28-four-cards).
+        # after a byte-store kernel alike (lab/2026-11-28-tile-order-flush).
         import cupy
 
         if self._flush_buffer is None:
@@ -318,7 +318,7 @@ def _device_address(host_address: int) -> int:
     return int(address)
 
 
-def seconds_per_launch(launch: Launch, launches: int = 3) -> float:
+def measure_launch_seconds(launch: Launch, launches: int = 3) -> float:
     """One launch's time, from `launches` back to back after one that may load the module: what sizes the blocks."""
     import cupy
 

@@ -62,7 +62,7 @@ def test_a_build_checked_earlier_in_the_process_is_not_checked_again_and_the_oth
     monkeypatch.setattr(ab, "_problems", lambda builds, m, n, k: [SimpleNamespace(label=build.label, launch=None)
                                                                   for build in builds])
     monkeypatch.setattr(ab, "verify", lambda problem: checked.append(problem.label) or 1e-7)
-    monkeypatch.setattr(ab, "seconds_per_launch", lambda launch, launches: 1e-3)
+    monkeypatch.setattr(ab, "measure_launch_seconds", lambda launch, launches: 1e-3)
     monkeypatch.setattr(ab, "StreamBlocks", lambda stream: None)
     monkeypatch.setattr(ab, "library_version", lambda kernel: "")
     monkeypatch.setattr(ab, "time_paired", lambda *args: "timed")
