@@ -47,8 +47,8 @@ from ..rounds.evidence import Noise, PairedRounds, pooled_noise
 from ..rounds.session import PAIRED_THRESHOLD
 from ..words import counted
 from .commits import Chain
-from .compare import (WINSORIZE_SD, Answer, CommitComparison, CompareSchedule, Halves, Region, Round, Stopped,
-    Unmeasurable, compare)
+from .compare import (Answer, CommitComparison, CompareSchedule, Halves, Region, Round, Stopped,
+    RegionWithoutOutliers, Unmeasurable, compare, outlier_reach)
 from .targets import Target
 
 STATE_FORMAT = 1
@@ -194,9 +194,10 @@ class _Search:
                 groups.append([math.log(r["ratio"]) for r in step.rounds])
                 blocks += [r.get("block_s", Round.block_s) for r in step.rounds]
         resolution = PairedRounds((), block_s=min(blocks, default=Round.block_s)).resolution
-        return pooled_noise(groups, resolution, self.limits.noise, winsorize_sd=WINSORIZE_SD)
+        return pooled_noise(groups, resolution, self.limits.noise,
+                            outlier_reach=outlier_reach(groups, self.limits.noise))
 
-    def measure(self, commit: str, role: str, region: Region | Halves) -> BisectStep | None:
+    def measure(self, commit: str, role: str, region: Region | Halves | RegionWithoutOutliers) -> BisectStep | None:
         """The commit's step, timed as far as needed (or read from the state); None when the builds allowed are
         spent before it."""
         state, schedule = self.state, self.limits.schedule
@@ -262,7 +263,10 @@ def run_bisect(target: Target, chain: Chain, source: RoundSource, state: State, 
     verdict, why, first_bad, remaining = UNKNOWN, "", None, list(commits)
     step_outcome: BisectStep | None = None
     try:
-        step_outcome = search.measure(chain.bad, BAD_END, Region.within(limits.threshold))
+        within = Region.within(limits.threshold)
+        # One outlier round among the bad end's few would widen its interval past the threshold: pooled, it is
+        # judged on its ordinary rounds.
+        step_outcome = search.measure(chain.bad, BAD_END, RegionWithoutOutliers(within) if limits.pooled else within)
         if step_outcome is None:
             why = "the builds allowed do not reach the bad end"
         else:

@@ -16,10 +16,10 @@ def test_groups_are_pooled_each_about_its_own_mean_and_with_a_noise_entry():
     assert pooled_noise([[0.1]], 1e-9) is None
 
 
-def test_an_outlier_round_is_pulled_in_before_the_spread_is_pooled():
+def test_an_outlier_round_is_left_out_before_the_spread_is_pooled():
     groups = [[0.0, 0.001, -0.001], [0.010, 0.011, 0.009], [0.0, 0.001, 0.050]]
-    plain, winsorized = pooled_noise(groups, 1e-9), pooled_noise(groups, 1e-9, winsorize_sd=3.0)
-    assert winsorized.sd < plain.sd / 3
+    plain, kept = pooled_noise(groups, 1e-9), pooled_noise(groups, 1e-9, outlier_reach=0.005)
+    assert kept.sd < plain.sd / 3 and kept.df == plain.df - 1
 
 
 def test_a_wider_spread_is_told_from_a_pooled_one():
