@@ -22,7 +22,10 @@ The spread a decision weighs a commit's rounds against is pooled: its own rounds
 commit's of this bisect about theirs (one case, one box, one way of timing: their spread is one thing, whatever each
 commit's ratio), and the noise file's entry for the case where its rounds were timed as these are. A commit judged on
 its own three to nine rounds alone has two to eight degrees of freedom, and a t interval that wide leaves many
-commits undecided; pooled, the later commits of a search are judged with dozens (docs/bisect.md).
+commits undecided; pooled, the later commits of a search are judged with dozens (docs/bisect.md). A round far from
+its commit's others (an outlier: a disturbed process) is set aside and a round more timed in its place, the bad end's
+as a candidate's, and left out of the pool (sgemm.bisect.compare.ordinary_rounds): kept, one such round widens a
+commit's spread until nothing is decided, or decides a commit by itself.
 
 Every round is saved to the state file as soon as it is measured, so a stopped bisect resumes where it stopped:
 commits already decided are not timed again, and a commit cut off mid-way keeps its rounds.
@@ -184,8 +187,8 @@ class _Search:
         return self.limits.budget_s is None or self.clock() - self.started < self.limits.budget_s
 
     def others_spread(self, commit: str) -> Noise | None:
-        """The spread of every other commit's rounds of this bisect, each about its own mean, pooled with the noise
-        file's entry; None when each commit is judged on its own rounds."""
+        """The spread of every other commit's rounds of this bisect, each about its own mean, their outlier rounds
+        left out, pooled with the noise file's entry; None when each commit is judged on its own rounds."""
         if not self.limits.pooled:
             return None
         groups, blocks = [], []
