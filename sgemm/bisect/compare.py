@@ -13,6 +13,9 @@ When it stops: a look after every round from the `min_rounds`-th on. Each look s
 proportion to the rounds it adds (sgemm.rounds.evidence.spend, as the gate's looks do), so that the intervals of every
 look together miss the true ratio with probability at most 1 - confidence; the verdict is the first look whose
 interval lies wholly inside the region (SAME) or wholly outside it (DIFFERENT). The interval reported is that look's.
+
+A bisect's own tests (Halves, RegionWithoutOutliers) first set a commit's outlier rounds aside (ordinary_rounds: the
+Hampel identifier, median plus or minus a multiple of the pooled sd) and time a round more in the place of each.
 """
 
 from __future__ import annotations
@@ -121,7 +124,8 @@ class Region:
 class Halves:
     """Which side of a step a commit lies on: its rounds from a build equal to the good end (ratio 1) or from one a
     whole step off (the bad end's ratio), told apart by a sequential probability ratio test on the logs of the round
-    ratios, the spread pooled with what was measured elsewhere of the case; SAME is the good end's side."""
+    ratios, the spread pooled with what was measured elsewhere of the case, outlier rounds set aside and timed again
+    (ordinary_rounds); SAME is the good end's side."""
 
     step: float  # the bad end's ratio: the median of its rounds, which one outlier round does not move
     error: float = SEQUENTIAL_ERROR
