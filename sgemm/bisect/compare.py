@@ -13,6 +13,9 @@ When it stops: a look after every round from the `min_rounds`-th on. Each look s
 proportion to the rounds it adds (sgemm.rounds.evidence.spend, as the gate's looks do), so that the intervals of every
 look together miss the true ratio with probability at most 1 - confidence; the verdict is the first look whose
 interval lies wholly inside the region (SAME) or wholly outside it (DIFFERENT). The interval reported is that look's.
+
+A bisect's own tests (Halves, RegionWithoutOutliers) first set a commit's outlier rounds aside (ordinary_rounds: the
+Hampel identifier, median plus or minus a multiple of the pooled sd) and time a round more in the place of each.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import math
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import Enum
 from pathlib import Path
 
@@ -29,9 +32,10 @@ from ..catalogue import Kernel
 from ..results.asvsuite import SuiteCase
 from ..results.machine import required_identity
 from ..rounds.evidence import (MIN_ROUNDS, Noise, PairedRounds, log_likelihood_ratio, paired_effect, pooled_noise,
-    spend, spread_bound, wider_than)
+    ordinary, robust_sd, spend, spread_bound, wider_than)
 from ..rounds.pairs import Pair
 from ..rounds.session import IDLE_TIMEOUT_S, ROUND_SETTINGS, GpuNotFree, PairedSession, PairingError, wait_for_gpu
+from ..words import counted
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_MAX_ROUNDS = 9  # as the gate's
@@ -45,8 +49,24 @@ SPREAD_LEVEL = 0.9
 CLIP_SD = 2.0
 # A commit's rounds spread wider than the pool's at this confidence are judged on their own.
 CONTRADICTS_LEVEL = 0.99
-# Rounds further than this many robust sds from their commit's median are pulled in before the spread is pooled.
-WINSORIZE_SD = 3.0
+# A round further than this many sds from its commit's median is an outlier, set aside before the spread is pooled or
+# the commit judged: an ordinary round lies this far off about one time in 370, an outlier (a disturbed process) far
+# more often.
+OUTLIER_SD = 3.0
+# With no spread measured elsewhere, a round this many of its commit's own robust sds off is an outlier: a robust sd
+# from nine rounds is itself uncertain by about a third, and at OUTLIER_SD it sets ordinary rounds aside often enough
+# to make the interval bold.
+OWN_OUTLIER_SD = 5.0
+# A spread of fewer degrees of freedom than this (a robust sd from a commit's first few rounds, a pool of the bad
+# end's alone) is too uncertain to say which rounds are outliers: a robust sd from a handful moves with one outlier
+# among them, and a pool of a few rounds' upper bound is loose.
+SCALE_DF = 8
+# More than this share of a commit's rounds far off say that its rounds are wide (a jittery build), not that a
+# process was disturbed: the median they are told by is then itself in doubt (its breakdown point), and none is set
+# aside.
+OUTLIER_SHARE = 0.5
+# A commit gets a round more for each round set aside, up to this many: what an outlier round took from it.
+EXTRA_ROUNDS = 3
 
 
 class Answer(str, Enum):
@@ -104,7 +124,8 @@ class Region:
 class Halves:
     """Which side of a step a commit lies on: its rounds from a build equal to the good end (ratio 1) or from one a
     whole step off (the bad end's ratio), told apart by a sequential probability ratio test on the logs of the round
-    ratios, the spread pooled with what was measured elsewhere of the case; SAME is the good end's side."""
+    ratios, the spread pooled with what was measured elsewhere of the case, outlier rounds set aside and timed again
+    (ordinary_rounds); SAME is the good end's side."""
 
     step: float  # the bad end's ratio: the median of its rounds, which one outlier round does not move
     error: float = SEQUENTIAL_ERROR
@@ -120,24 +141,87 @@ class Halves:
             return None
         logs = [math.log(r.ratio) for r in rounds]
         resolution = PairedRounds((), block_s=min(r.block_s for r in rounds)).resolution
-        own = pooled_noise([logs], resolution)
+        # One outlier round would widen the commit's own spread past the pool's and leave it undecided, or decide it
+        # by itself: rounds far from the commit's others are set aside, and a round more is timed for each.
+        kept = ordinary_rounds(logs, noise)
+        own = pooled_noise([kept], resolution)
         if noise is not None and own is not None and wider_than(own, noise, CONTRADICTS_LEVEL):
-            noise = None  # a commit that made the case jittery is judged on its own rounds
-        spread = pooled_noise([logs], resolution, noise)  # its own rounds as they are: a jittery commit stays so
+            # a commit that made the case jittery (its ordinary rounds too) is judged on its own rounds as they are
+            noise, kept = None, logs
+        most = schedule.max_rounds + min(n - len(kept), EXTRA_ROUNDS)
+        spread = pooled_noise([kept], resolution, noise)
         ratio, low, high = _look(rounds, schedule, noise)
         figures = (ratio, (low, high), tuple(rounds))
-        if spread is None:
-            return None
-        evidence = log_likelihood_ratio(logs, math.log(self.step), spread_bound(spread, SPREAD_LEVEL), CLIP_SD)
+        if spread is None or len(kept) < schedule.min_rounds:
+            return CommitComparison(Answer.UNKNOWN, *figures, _set_aside(n, kept, "too few ordinary rounds")) \
+                if n >= most else None
+        evidence = log_likelihood_ratio(kept, math.log(self.step), spread_bound(spread, SPREAD_LEVEL), CLIP_SD)
         bound = math.log((1 - self.error) / self.error)
-        said = f"log likelihood ratio {evidence:+.1f} (bounds ±{bound:.1f}) after {n} rounds"
+        said = _set_aside(n, kept, f"log likelihood ratio {evidence:+.1f} (bounds ±{bound:.1f}) after {n} rounds")
         if evidence >= bound:
             return CommitComparison(Answer.DIFFERENT, *figures, f"the step's side: {said}")
         if evidence <= -bound:
             return CommitComparison(Answer.SAME, *figures, f"the good end's side: {said}")
-        if n >= schedule.max_rounds:
+        if n >= most:
             return CommitComparison(Answer.UNKNOWN, *figures, f"neither side yet: {said}, the most allowed")
         return None
+
+
+@dataclass(frozen=True)
+class RegionWithoutOutliers:
+    """A region (Region) judged as `answer` judges it, on a commit's ordinary rounds: a round far from the median of
+    the commit's rounds (outlier_reach: the Hampel identifier, the sd the pool's or, with none, the rounds' own from
+    their median absolute deviation) is set aside and a round more is timed in its place, up to EXTRA_ROUNDS. The
+    t interval of the rounds kept spends as if the rounds set aside had not been timed: one outlier round neither
+    moves the ratio nor widens the interval past the threshold. The bad end's test of a pooled bisect: is there a
+    step beyond the threshold."""
+
+    region: Region
+
+    @property
+    def meaning(self) -> str:
+        return f"{self.region.meaning}, outlier rounds set aside"
+
+    def answer(self, rounds: list[Round], schedule: CompareSchedule, noise: Noise | None) -> CommitComparison | None:
+        n = len(rounds)
+        if n < schedule.min_rounds:
+            return None
+        logs = [math.log(r.ratio) for r in rounds]
+        kept_logs = ordinary_rounds(logs, noise)
+        kept = [r for r, value in zip(rounds, logs) if value in kept_logs]
+        outcome = answer(kept, self.region, schedule, noise)
+        if outcome is None and n >= schedule.max_rounds + EXTRA_ROUNDS:
+            # more rounds set aside than replaced: the figures of what is left
+            ratio, low, high = _look(kept, schedule, noise) if len(kept) >= 2 else (math.nan, -math.inf, math.inf)
+            outcome = CommitComparison(Answer.UNKNOWN, ratio, (low, high), (),
+                                       f"not settled after {n} rounds, the most allowed")
+        if outcome is None:
+            return None
+        return replace(outcome, rounds=tuple(rounds), why=_set_aside(n, kept, outcome.why))
+
+
+def _set_aside(n: int, kept: list, said: str) -> str:
+    return said + (f" ({counted(n - len(kept), 'outlier round')} set aside)" if len(kept) < n else "")
+
+
+def ordinary_rounds(logs: list[float], noise: Noise | None) -> list[float]:
+    """A commit's log round ratios less its outlier rounds (outlier_reach); all of them where more than
+    OUTLIER_SHARE of them would be set aside: then the commit's rounds are wide, not one disturbed."""
+    kept = ordinary(logs, outlier_reach([logs], noise))
+    return logs if len(logs) - len(kept) > OUTLIER_SHARE * len(logs) else kept
+
+
+def outlier_reach(groups: list[list[float]], known: Noise | None) -> float:
+    """How far from the median of its commit's rounds a round of a case (commits' groups of log ratios) lies to be an
+    outlier (the Hampel identifier): with a spread `known` of them (the pool's, the noise file's, of SCALE_DF degrees
+    of freedom at least), OUTLIER_SD times its upper bound at SPREAD_LEVEL (one learned from few rounds may be low by
+    chance, and ordinary rounds must stay) or their own robust sd where that is wider (the rounds are wider than
+    `known` says); without, OWN_OUTLIER_SD times their own robust sd. 0 (none set aside) where neither rests on
+    SCALE_DF."""
+    robust = robust_sd(groups, SCALE_DF)
+    if known is None or known.df < SCALE_DF:
+        return OWN_OUTLIER_SD * robust
+    return OUTLIER_SD * max(spread_bound(known, SPREAD_LEVEL), robust)
 
 
 @dataclass(frozen=True)
@@ -191,15 +275,15 @@ def answer(rounds: list[Round], region: Region, schedule: CompareSchedule,
     return None
 
 
-def compare(next_round: Callable[[], Round], done: list[Round], region: Region | Halves, schedule: CompareSchedule,
-            time_left: Callable[[], bool] = lambda: True, on_round: Callable[[list[Round]], None] | None = None,
-            noise: Noise | None = None) -> CommitComparison:
+def compare(next_round: Callable[[], Round], done: list[Round], region: Region | Halves | RegionWithoutOutliers,
+            schedule: CompareSchedule, time_left: Callable[[], bool] = lambda: True,
+            on_round: Callable[[list[Round]], None] | None = None, noise: Noise | None = None) -> CommitComparison:
     """Rounds after those `done`, one at a time, until a verdict; UNKNOWN when `time_left()` says no before one.
     `on_round` sees the rounds so far after each new one (to save them); `noise` is pooled with them (answer).
     Unmeasurable or Stopped propagate."""
     rounds = list(done)
     while True:
-        outcome = region.answer(rounds, schedule, noise) if isinstance(region, Halves) else \
+        outcome = region.answer(rounds, schedule, noise) if isinstance(region, Halves | RegionWithoutOutliers) else \
             answer(rounds, region, schedule, noise)
         if outcome:
             return outcome

@@ -22,7 +22,10 @@ The spread a decision weighs a commit's rounds against is pooled: its own rounds
 commit's of this bisect about theirs (one case, one box, one way of timing: their spread is one thing, whatever each
 commit's ratio), and the noise file's entry for the case where its rounds were timed as these are. A commit judged on
 its own three to nine rounds alone has two to eight degrees of freedom, and a t interval that wide leaves many
-commits undecided; pooled, the later commits of a search are judged with dozens (docs/bisect.md).
+commits undecided; pooled, the later commits of a search are judged with dozens (docs/bisect.md). A round far from
+its commit's others (an outlier: a disturbed process) is set aside and a round more timed in its place, the bad end's
+as a candidate's, and left out of the pool (sgemm.bisect.compare.ordinary_rounds): kept, one such round widens a
+commit's spread until nothing is decided, or decides a commit by itself.
 
 Every round is saved to the state file as soon as it is measured, so a stopped bisect resumes where it stopped:
 commits already decided are not timed again, and a commit cut off mid-way keeps its rounds.
@@ -47,8 +50,8 @@ from ..rounds.evidence import Noise, PairedRounds, pooled_noise
 from ..rounds.session import PAIRED_THRESHOLD
 from ..words import counted
 from .commits import Chain
-from .compare import (WINSORIZE_SD, Answer, CommitComparison, CompareSchedule, Halves, Region, Round, Stopped,
-    Unmeasurable, compare)
+from .compare import (Answer, CommitComparison, CompareSchedule, Halves, Region, Round, Stopped,
+    RegionWithoutOutliers, Unmeasurable, compare, outlier_reach)
 from .targets import Target
 
 STATE_FORMAT = 1
@@ -184,8 +187,8 @@ class _Search:
         return self.limits.budget_s is None or self.clock() - self.started < self.limits.budget_s
 
     def others_spread(self, commit: str) -> Noise | None:
-        """The spread of every other commit's rounds of this bisect, each about its own mean, pooled with the noise
-        file's entry; None when each commit is judged on its own rounds."""
+        """The spread of every other commit's rounds of this bisect, each about its own mean, their outlier rounds
+        left out, pooled with the noise file's entry; None when each commit is judged on its own rounds."""
         if not self.limits.pooled:
             return None
         groups, blocks = [], []
@@ -194,9 +197,10 @@ class _Search:
                 groups.append([math.log(r["ratio"]) for r in step.rounds])
                 blocks += [r.get("block_s", Round.block_s) for r in step.rounds]
         resolution = PairedRounds((), block_s=min(blocks, default=Round.block_s)).resolution
-        return pooled_noise(groups, resolution, self.limits.noise, winsorize_sd=WINSORIZE_SD)
+        return pooled_noise(groups, resolution, self.limits.noise,
+                            outlier_reach=outlier_reach(groups, self.limits.noise))
 
-    def measure(self, commit: str, role: str, region: Region | Halves) -> BisectStep | None:
+    def measure(self, commit: str, role: str, region: Region | Halves | RegionWithoutOutliers) -> BisectStep | None:
         """The commit's step, timed as far as needed (or read from the state); None when the builds allowed are
         spent before it."""
         state, schedule = self.state, self.limits.schedule
@@ -262,7 +266,10 @@ def run_bisect(target: Target, chain: Chain, source: RoundSource, state: State, 
     verdict, why, first_bad, remaining = UNKNOWN, "", None, list(commits)
     step_outcome: BisectStep | None = None
     try:
-        step_outcome = search.measure(chain.bad, BAD_END, Region.within(limits.threshold))
+        within = Region.within(limits.threshold)
+        # One outlier round among the bad end's few would widen its interval past the threshold: pooled, it is
+        # judged on its ordinary rounds.
+        step_outcome = search.measure(chain.bad, BAD_END, RegionWithoutOutliers(within) if limits.pooled else within)
         if step_outcome is None:
             why = "the builds allowed do not reach the bad end"
         else:

@@ -209,21 +209,31 @@ def _pooled(squares: float, dof: int, noise: Noise | None) -> tuple[float, int, 
     return math.sqrt((squares + (noise.sd ** 2 * noise.df if noise else 0.0)) / total), total, noise_df
 
 
+def robust_sd(groups: list[list[float]], at_least: int = 1) -> float:
+    """The sd of figures about their group's median, from the median absolute deviation (MAD x 1.4826, the normal's
+    sd), the zero deviation of each odd group's median left out: one outlier among many does not move it. 0 when
+    fewer than `at_least` deviations are left (a MAD of two or three moves with one outlier among them)."""
+    deviations = [d for values in groups for d in (abs(v - median(values)) for v in values) if d > 0]
+    return 1.4826 * median(deviations) if deviations and len(deviations) >= at_least else 0.0
+
+
+def ordinary(values: list[float], reach: float) -> list[float]:
+    """`values` that lie within `reach` of their median, in order (the Hampel identifier's rule: median plus or minus
+    a multiple of a robust sd); all of them when `reach` is not above 0."""
+    if not reach > 0 or not values:
+        return list(values)
+    middle = median(values)
+    return [v for v in values if abs(v - middle) <= reach]
+
+
 def pooled_noise(groups: list[list[float]], resolution: float, *more: Noise | None,
-                 winsorize_sd: float = 0.0) -> Noise | None:
+                 outlier_reach: float = 0.0) -> Noise | None:
     """One spread from several groups of log figures of one case, box and setting (each group about its own mean,
     as a commit's rounds of a bisect) and any further entries (a noise file's), pooled by degrees of freedom; None
-    when nothing gives one. `winsorize_sd` (when above 0): each figure further than that many robust sds (from the
-    median absolute deviation of every group about its median) from its group's median is pulled in to that
-    distance first, so that an outlier round does not inflate the spread."""
+    when nothing gives one. `outlier_reach` (when above 0): a figure further than that from its group's median is
+    left out first (`ordinary`), so that an outlier round does not inflate the spread."""
+    groups = [ordinary(values, outlier_reach) for values in groups]
     groups = [list(values) for values in groups if len(values) >= 2]
-    if winsorize_sd > 0 and groups:
-        deviations = [abs(v - median(values)) for values in groups for v in values]
-        scale = 1.4826 * median([d for d in deviations if d > 0] or [0.0])
-        if scale > 0:
-            reach = winsorize_sd * scale
-            groups = [[min(max(v, median(values) - reach), median(values) + reach) for v in values]
-                      for values in groups]
     squares, dof = 0.0, 0
     for values in groups:
         group_squares, group_dof = _floored_variance(values, resolution)

@@ -1,13 +1,15 @@
 """The adaptive paired comparison: SAME inside the region, DIFFERENT outside, UNKNOWN when the rounds or the time
-run out; the first look spends for the rounds it holds, so the looks together spend at most 1 - confidence."""
+run out; the first look spends for the rounds it holds, so the looks together spend at most 1 - confidence; an
+outlier round set aside and timed again."""
 
 import math
 import random
 
 import pytest
 
-from sgemm.bisect.compare import Answer, CompareSchedule, Region, Round, answer, compare
-from sgemm.rounds.evidence import MIN_ROUNDS
+from sgemm.bisect.compare import (Answer, CompareSchedule, Halves, Region, RegionWithoutOutliers, Round, answer,
+    compare, ordinary_rounds, outlier_reach)
+from sgemm.rounds.evidence import MIN_ROUNDS, Noise
 
 
 def rounds_of(*ratios):
@@ -76,3 +78,55 @@ def test_the_error_rate_over_looks_stays_within_the_confidence(truth):
         right = Answer.SAME if region.low <= truth <= region.high else Answer.DIFFERENT
         wrong += outcome.verdict not in (right, Answer.UNKNOWN)
     assert wrong <= 0.05 * 400
+
+
+def test_the_bad_end_sets_an_outlier_round_aside_and_is_decided_on_the_others():
+    # a 1% step, 0.3% noise (the noise file's), and one disturbed round 3% the other way: its interval, the outlier
+    # kept, straddles the threshold; set aside, the three ordinary rounds decide
+    within, noise = Region.within(0.0025), Noise(0.003, 12)
+    rounds = rounds_of(1.0100, 0.9700, 1.0105, 1.0095)
+    assert answer(rounds, within, CompareSchedule(), noise) is None
+    outcome = RegionWithoutOutliers(within).answer(rounds, CompareSchedule(), noise)
+    assert outcome.verdict is Answer.DIFFERENT and outcome.ratio == pytest.approx(1.01, abs=1e-3)
+    assert len(outcome.rounds) == 4 and "1 outlier round set aside" in outcome.why
+
+
+def test_a_candidate_is_decided_past_an_outlier_round_and_times_a_round_more_for_it():
+    halves, pool = Halves(1.01), Noise(0.003, 30)
+    bad = rounds_of(1.0100, 0.9700, 1.0102, 1.0098)
+    outcome = halves.answer(bad, CompareSchedule(), pool)
+    assert outcome.verdict is Answer.DIFFERENT and "1 outlier round set aside" in outcome.why
+    # a commit right on half the step never settles: one outlier among its rounds buys it one round more
+    middle = math.sqrt(1.01)
+    made = iter([Round(middle * 1.04)] + [Round(middle)] * 20)
+    outcome = compare(lambda: next(made), [], halves, CompareSchedule(max_rounds=5), noise=pool)
+    assert outcome.verdict is Answer.UNKNOWN and len(outcome.rounds) == 6
+
+
+def test_a_commit_whose_rounds_are_all_wide_is_judged_on_all_of_them():
+    # most rounds far from the median: a jittery build, not a disturbed round; none is set aside
+    logs = [0.0, 0.02, -0.015, 0.03, -0.025]
+    assert ordinary_rounds(logs, Noise(0.001, 30)) == logs
+    assert ordinary_rounds([0.0, 0.0005, -0.0004, 0.03, 0.0002], Noise(0.001, 30)) == [0.0, 0.0005, -0.0004, 0.0002]
+
+
+def test_no_round_is_set_aside_by_a_spread_of_a_few_rounds():
+    # the bad end's own three rounds, no noise file: a robust sd from them would move with the outlier itself
+    assert outlier_reach([[0.01, 0.011, 0.04]], None) == 0
+    assert outlier_reach([[0.01, 0.011, 0.04]], Noise(0.001, 2)) == 0
+    assert outlier_reach([[0.01, 0.011, 0.04]], Noise(0.001, 12)) > 0
+
+
+@pytest.mark.parametrize("noise", [None, Noise(0.003, 12)])
+def test_setting_outliers_aside_keeps_the_bad_ends_error_at_the_threshold_within_its_confidence(noise):
+    # rounds right at the threshold's edge, 0.3% noise, 5% of them ten times that: DIFFERENT (a step beyond the
+    # threshold) is wrong here, and must come at most as often as the confidence allows on one side
+    region, schedule = RegionWithoutOutliers(Region.within(0.0025)), CompareSchedule()
+    rng = random.Random(11)
+
+    def next_round():
+        return Round(1.0025 * math.exp(rng.gauss(0, 0.003 * (10 if rng.random() < 0.05 else 1))))
+
+    wrong = sum(compare(next_round, [], region, schedule, noise=noise).verdict is Answer.DIFFERENT
+                for _ in range(600))
+    assert wrong <= 0.025 * 600

@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from sgemm.rounds.evidence import Noise, log_likelihood_ratio, pooled_noise, spread_bound, wider_than
+from sgemm.rounds.evidence import (Noise, log_likelihood_ratio, ordinary, pooled_noise, robust_sd, spread_bound,
+    wider_than)
 
 
 def test_groups_are_pooled_each_about_its_own_mean_and_with_a_noise_entry():
@@ -16,10 +17,10 @@ def test_groups_are_pooled_each_about_its_own_mean_and_with_a_noise_entry():
     assert pooled_noise([[0.1]], 1e-9) is None
 
 
-def test_an_outlier_round_is_pulled_in_before_the_spread_is_pooled():
+def test_an_outlier_round_is_left_out_before_the_spread_is_pooled():
     groups = [[0.0, 0.001, -0.001], [0.010, 0.011, 0.009], [0.0, 0.001, 0.050]]
-    plain, winsorized = pooled_noise(groups, 1e-9), pooled_noise(groups, 1e-9, winsorize_sd=3.0)
-    assert winsorized.sd < plain.sd / 3
+    plain, kept = pooled_noise(groups, 1e-9), pooled_noise(groups, 1e-9, outlier_reach=0.005)
+    assert kept.sd < plain.sd / 3 and kept.df == plain.df - 1
 
 
 def test_a_wider_spread_is_told_from_a_pooled_one():
@@ -39,3 +40,14 @@ def test_no_one_round_decides_the_sequential_test():
     # an outlier round among three at the step does not make them the good end's; unclipped it would
     assert log_likelihood_ratio([0.01, 0.01, -0.5], step, sd, 2.0) > -bound
     assert log_likelihood_ratio([0.01, 0.01, -0.5], step, sd, 1e9) < -bound
+
+
+def test_ordinary_figures_are_those_near_their_median():
+    assert ordinary([0.0, 0.001, -0.001, 0.05], 0.003) == [0.0, 0.001, -0.001]
+    assert ordinary([0.0, 0.05], 0.0) == [0.0, 0.05]  # no reach: every figure is kept
+
+
+def test_a_robust_sd_is_not_moved_by_one_outlier_and_needs_enough_deviations():
+    values = [0.001 * z for z in (-1.2, -0.6, -0.3, 0.0, 0.2, 0.5, 0.7, 1.1, 40.0)]
+    assert 0.0005 < robust_sd([values]) < 0.0012
+    assert robust_sd([values[:4]], at_least=8) == 0.0

@@ -1,5 +1,5 @@
 """tools/simulate/simulate_bisect.py: bisect's own search on simulated ranges, in a small version of its full run
-(lab/2026-11-28-bisect-simulation runs 5,000 a row)."""
+(lab/2026-11-28-bisect-simulation and lab/2026-11-28-bisect-outliers run 5,000 a row)."""
 
 from tools.simulate import simulate_bisect
 
@@ -17,3 +17,12 @@ def test_the_simulation_runs_from_its_command_line(tmp_path, capsys):
     assert simulate_bisect.main(["--runs", "2", "--commits", "4", "--json", str(tmp_path / "rows.json")]) == 0
     assert "| found |" in capsys.readouterr().out.replace("| spread | found", "| found")
     assert (tmp_path / "rows.json").is_file()
+
+
+def test_outlier_rounds_leave_the_pooled_search_decided_and_right():
+    # 5% of rounds ten times as noisy: each commit's outlier round is set aside and timed again, the bad end's too
+    rows = simulate_bisect.run(300, 16, seed=7, settings=((0.01, 0.003),), outlier_shares=(0.05,),
+                               rules=("today", "pooled + noise file"))
+    today, pooled = rows
+    assert pooled["unknown"] <= 0.05 * pooled["runs"] and pooled["wrong_commit"] <= 0.01 * pooled["runs"], pooled
+    assert pooled["builds_median"] <= 6 and pooled["rounds_mean"] <= today["rounds_mean"]
