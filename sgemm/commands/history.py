@@ -43,8 +43,8 @@ PRIOR_AFTER_WITHOUT_SITE_S = 2.0
 
 def cmd_history(args) -> int:
     began = time.monotonic()
-    from ..history.run import (HistoryError, box_shards, check_catalogue, check_places, check_results, plan, run,
-                               run_sharded, summary)
+    from ..history.run import (HistoryError, box_shards, charged_sizes, check_catalogue, check_places, check_results,
+                               plan, run, run_sharded, summary)
     from ..results.confirmations import ConfirmationsError
     from ..results.machine import detect_identity, machine_entry, machine_name, write_machine_file
     from ..site.publish import PublishError, check_site_places
@@ -61,6 +61,7 @@ def cmd_history(args) -> int:
         check_places(repo, results, work)
         check_results(results)
         check_catalogue(repo)
+        charged_sizes()
         if not args.no_site:  # the watch reads every file of the tree now as it will after the measuring
             check_site_places(repo, results, Path(args.html), args.npm_cache,
                               [WatchPages(results, repo, catalogue.load_catalogue(), [])])

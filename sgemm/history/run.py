@@ -36,7 +36,7 @@ from .. import catalogue
 from ..atomic import write_atomically
 from ..git import GitError, git
 from ..measuring.cards import CardsError, choose, visible_cards
-from ..measuring.energy import ENERGY_SIZES_VARIABLE
+from ..measuring.energy import ENERGY_SIZES_VARIABLE, energy_sizes
 from ..measuring.record import CASES_VARIABLE, MEASURING_PROGRESS_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
 from ..measuring.resources import PROGRESS_VARIABLE
 from ..results import asvsuite, resultstree
@@ -146,6 +146,15 @@ def check_catalogue(repo: Path) -> None:
         raise HistoryError(f"the catalogue cannot be read: {exc}") from exc
 
 
+def charged_sizes() -> tuple[int, ...]:
+    """The sizes whose cases this run charges energy for: those SGEMM_ENERGY_SIZES names (none where it is unset),
+    HistoryError for a value that names none, found before anything is measured."""
+    try:
+        return energy_sizes(os.environ.get(ENERGY_SIZES_VARIABLE))
+    except ValueError as exc:
+        raise HistoryError(str(exc)) from exc
+
+
 def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int | None = None) -> HistoryPlan:
     """What this box measures now. The commits are listed here and handed to asv as they are, so that what was
     announced is what runs (asv's NEW would also skip commits that other machines of a merged tree measured).
@@ -173,7 +182,7 @@ def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int | No
         commits = _git(repo, "rev-list", "--first-parent", f"--max-count={count}", BRANCH).split()
         seconds = None
     others = tuple(other_patterns(repo) if gpu else resource_patterns(repo))
-    bench = tuple(case_patterns(suite_cases(repo))) + others if gpu else others
+    bench = tuple(case_patterns(suite_cases(repo), charged_sizes())) + others if gpu else others
     return HistoryPlan(machine, tuple(commits), bench, () if gpu else GPU_SUITES, seconds, notes, others)
 
 
@@ -287,14 +296,14 @@ PROGRESS_EVERY_S = 30
 POLL_EVERY_S = 0.5
 
 
-def case_patterns(cases: list[asvsuite.SuiteCase]) -> list[str]:
+def case_patterns(cases: list[asvsuite.SuiteCase], charged: tuple[int, ...] = ()) -> list[str]:
     """asv's --bench expressions for exactly these cases, every track of each.
 
     The suite's classes cross every kernel with every size and precision, and most of those combinations are no
     case (an FP32 kernel has no BF16 form; the FP32 ladder is not timed at 8192). asv starts a process for each
     combination of each track even to skip it, about 5,000 of them a run; naming the cases starts none of those.
     """
-    return [case.pattern(case.tracks) for case in cases]
+    return [case.pattern(case.tracks(charged)) for case in cases]
 
 
 def resource_patterns(repo: Path) -> list[str]:
@@ -426,7 +435,8 @@ def run_sharded(repo: Path, chosen: HistoryPlan, results_dir: Path, shards: list
         config = write_asv_config(repo, folder / "asv.conf.json", results_dir=folder / "results",
                                   env_dir=folder / "env", html_dir=folder / "html")
         command = _asv_run(chosen, hashes) + ["--config", str(config)]
-        for pattern in case_patterns(list(shard.cases)) + (list(chosen.others) if shard is shards[0] else []):
+        patterns = case_patterns(list(shard.cases), charged_sizes())
+        for pattern in patterns + (list(chosen.others) if shard is shards[0] else []):
             command += ["--bench", pattern]
         log, measuring = folder / "asv.log", folder / "measuring.jsonl"
         measuring.unlink(missing_ok=True)  # only this run's reports

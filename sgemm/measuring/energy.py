@@ -29,9 +29,6 @@ from .paired import measure_launch_seconds
 from .telemetry import (TelemetryUnavailable, collect_energy_mj, collect_power_limit_w, counter_support, gpu_name,
                         nvml_handle)
 
-# The sizes whose cases the history charges energy for: the largest the suite times, where every tensor-core kernel
-# of a Hopper card runs at its power cap and a faster kernel is one that spends less energy.
-ENERGY_SIZES = (4096, 8192)
 # The sizes the measuring process charges, as the history names them ("4096,8192"); unset or empty: none.
 ENERGY_SIZES_VARIABLE = "SGEMM_ENERGY_SIZES"
 

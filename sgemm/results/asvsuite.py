@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..catalogue import Kernel
-from ..measuring.energy import ENERGY_SIZES
 from . import resultstree
 
 MODULE = "bench_gemm"
@@ -40,7 +39,8 @@ ROUND_TRACKS = (ROUND_TIME, ROUND_SM_CLOCK, ROUND_SAMPLES, CARD)
 OVER_REFERENCE = "track_time_over_reference"
 OVER_REFERENCE_FLUSHED = "track_time_over_reference_flushed"
 # The board's energy per launch over a window of back-to-back launches between two edges of NVML's counter
-# (sgemm.measuring.energy), for the square cases at ENERGY_SIZES alone; a flagged reading is a skip with its reason.
+# (sgemm.measuring.energy), for the square cases at the sizes a run charges (SGEMM_ENERGY_SIZES) alone; a flagged
+# reading is a skip with its reason.
 JOULES = "track_joules_per_gemm"
 TRACKS = (TIME, TFLOPS, SM_CLOCK, POWER, TEMPERATURE, THROTTLED, *ROUND_TRACKS, OVER_REFERENCE, OVER_REFERENCE_FLUSHED,
           JOULES)
@@ -108,17 +108,15 @@ class SuiteCase:
         """asv's name of one of the case's benchmarks."""
         return f"{MODULE}.{self.benchmark}.{method}"
 
-    @property
-    def charged(self) -> bool:
-        """Whether the history charges this case's energy (JOULES): a square case at one of ENERGY_SIZES."""
+    def charged(self, sizes: tuple[int, ...]) -> bool:
+        """Whether a run charging energy at `sizes` charges this case's (JOULES): a square case at one of them."""
         m, n, k = self.shape
-        return self.benchmark == GEMM and m == n == k and m in ENERGY_SIZES
+        return self.benchmark == GEMM and m == n == k and m in sizes
 
-    @property
-    def tracks(self) -> tuple[str, ...]:
-        """The tracks the history runs of this case: every one, JOULES only where it is charged (asv would start a
-        process for it elsewhere only to skip it)."""
-        return TRACKS if self.charged else tuple(track for track in TRACKS if track != JOULES)
+    def tracks(self, charged_sizes: tuple[int, ...] = ()) -> tuple[str, ...]:
+        """The tracks a history charging energy at `charged_sizes` runs of this case: every one, JOULES only where it
+        is charged (asv would start a process for it elsewhere only to skip it)."""
+        return TRACKS if self.charged(charged_sizes) else tuple(track for track in TRACKS if track != JOULES)
 
     @property
     def asv_params(self) -> tuple[str, ...]:

@@ -843,6 +843,17 @@ READ_ONLY = [  # (newcomer's id, argv, what the one line says), with {tmp}/ro a 
 ]
 
 
+def test_an_energy_sizes_variable_that_names_no_sizes_stops_the_history_before_any_work(world, no_gpu_may_be_touched,
+                                                                                        monkeypatch, capsys):
+    monkeypatch.setenv("SGEMM_ENERGY_SIZES", "big")
+    before = snapshot(world)
+    status = cli.main([fill(arg, places(world)) for arg in HISTORY])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and status == 2 and err.count("\n") == 1, err
+    assert says(err, "sgemm history: SGEMM_ENERGY_SIZES='big': not a comma-separated list of sizes"), err
+    assert snapshot(world) == before
+
+
 @pytest.mark.parametrize("newcomer, argv, message", READ_ONLY, ids=[row[0] for row in READ_ONLY])
 def test_a_read_only_place_is_refused_before_any_work_by_the_dry_run_too(world, no_gpu_may_be_touched, monkeypatch,
                                                                           capsys, newcomer, argv, message):

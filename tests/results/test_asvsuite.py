@@ -90,8 +90,10 @@ def test_values_lists_every_recorded_case_of_a_method(results):
 def test_joules_are_a_track_of_the_square_cases_at_the_charged_sizes_alone():
     charged, small, swept = (SuiteCase.square("fp16/cublas", 8192), SuiteCase.square("fp16/cublas", 2048),
                              SuiteCase.sweep("fp32/naive", (4096, 4096, 4096)))
-    assert charged.charged and not small.charged and not swept.charged
-    assert charged.tracks == asvsuite.TRACKS and asvsuite.JOULES in asvsuite.TRACKS
-    assert asvsuite.JOULES not in small.tracks and asvsuite.JOULES not in swept.tracks
+    sizes = (4096, 8192)
+    assert charged.charged(sizes) and not small.charged(sizes) and not swept.charged(sizes)
+    assert charged.tracks(sizes) == asvsuite.TRACKS and asvsuite.JOULES in asvsuite.TRACKS
+    assert asvsuite.JOULES not in small.tracks(sizes) and asvsuite.JOULES not in swept.tracks(sizes)
+    assert asvsuite.JOULES not in charged.tracks()  # a run that charges nothing runs no energy track
     assert asvsuite.JOULES not in asvsuite.GATE_TRACKS  # the gate judges time; energy is the history's
-    assert re.search(charged.pattern(charged.tracks), charged.entry(asvsuite.JOULES))
+    assert re.search(charged.pattern(charged.tracks(sizes)), charged.entry(asvsuite.JOULES))
