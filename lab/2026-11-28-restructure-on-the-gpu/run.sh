@@ -14,7 +14,9 @@ src=$PWD
 steps=${*:-gate tests history}
 ls .whl/*.whl | grep -v -e numpy- -e nvidia_ml_py- | xargs python3 -m pip install -q --no-index --no-deps \
     --no-compile --target /tmp/site 2>/dev/null
-export PYTHONPATH=/tmp/site ASV_PYTHONPATH=/tmp/site PIP_NO_INDEX=1 PIP_FIND_LINKS=$src/.whl PYTHONUNBUFFERED=1
+# No ASV_PYTHONPATH: asv makes it the PYTHONPATH of each benchmark process, whose runner then drops it, and the
+# linked CUDA stack with it.
+export PYTHONPATH=/tmp/site PIP_NO_INDEX=1 PIP_FIND_LINKS=$src/.whl PYTHONUNBUFFERED=1
 site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 export SGEMM_CUDA_SITE="$site:/tmp/site"
 export GIT_AUTHOR_NAME=lab GIT_AUTHOR_EMAIL=lab@box GIT_COMMITTER_NAME=lab GIT_COMMITTER_EMAIL=lab@box
@@ -48,6 +50,9 @@ if [[ " $steps " == *" history "* ]]; then
     timeout "${HISTORY_TIMEOUT_S:-540}" python3 -m sgemm history --first 3 --gpus all --results /tmp/hist-results --html /tmp/hist-html \
         --work /tmp/hist-work --npm-cache "$src/.npm-cache" > "$OUT/history.log" 2>&1
     echo "history: exit $? after ${SECONDS} s" | tee -a "$OUT/summary.txt"
+    python3 -m tools.acceptance.estimate_error "$OUT/history.log" > "$OUT/estimate.txt" 2>&1
+    echo "estimate: $(tail -n 1 "$OUT/estimate.txt")" | tee -a "$OUT/summary.txt"
+    tar -czf "$OUT/results.tar.gz" -C /tmp hist-results
     for log in /tmp/hist-work/gpu-*/asv.log; do  # where each shard's time went, should it not finish
         echo "== $log" && tail -n 40 "$log"
     done > "$OUT/asv-logs.txt" 2>&1
