@@ -2,7 +2,9 @@
 them (record.HISTORY_ENERGY_SETTINGS): joules per GEMM, implied power, window, error bound, flag, and the wall time
 each reading took against the cost formula. Writes energy.json and energy.md into the folder given."""
 
+import faulthandler
 import json
+import os
 import statistics
 import sys
 import time
@@ -27,6 +29,9 @@ def joined(values, form: str) -> str:
 
 
 def main(out: Path) -> int:
+    # Where a reading waits, should it not end: every thread's stack to stderr every DUMP_S seconds.
+    if os.environ.get("DUMP_S"):
+        faulthandler.dump_traceback_later(float(os.environ["DUMP_S"]), repeat=True)
     info = device_info(0)
     try:
         board = energy.board_energy(0, info.name)
@@ -43,6 +48,7 @@ def main(out: Path) -> int:
                 problem = make_problem(kernel, size, size, size)
                 error = verify(problem)
                 for repeat in range(1, REPEATS + 1):
+                    print(f"charging {name} {size} #{repeat} (checked, error {error:.1e})", file=sys.stderr, flush=True)
                     began = time.monotonic()
                     try:
                         reading = energy.charge_launch(problem.launch, board, HISTORY_ENERGY_SETTINGS).as_dict()

@@ -18,7 +18,7 @@ echo "checkout: $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcela
     | tee -a "$OUT/summary.txt"
 
 SECONDS=0
-timeout 360 python3 lab/2026-11-28-energy-track/energy_track.py "$OUT" > "$OUT/energy.log" 2>&1
+timeout "${ENERGY_S:-360}" python3 lab/2026-11-28-energy-track/energy_track.py "$OUT" > "$OUT/energy.log" 2>&1
 echo "energy readings: exit $? after ${SECONDS} s" | tee -a "$OUT/summary.txt"
 cat "$OUT/energy.md" >> "$OUT/summary.txt" 2>/dev/null || tail -n 20 "$OUT/energy.log" >> "$OUT/summary.txt"
 

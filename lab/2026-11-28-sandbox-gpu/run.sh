@@ -16,7 +16,8 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 src=$PWD
 steps=${*:-trial paired nvbench busy timing}
-lab=/var/lib/sgemm-sandbox-lab
+lab=${LAB_DIR:-/var/lib/sgemm-sandbox-lab}  # one folder (and cgroup) a run: two runs at once name two
+cgroup=/sys/fs/cgroup/$(basename "$lab")
 rm -rf "$lab" && mkdir -p "$lab"
 dpkg -x "$(ls .deb/bubblewrap_*.deb | head -n 1)" "$lab/bw" || { echo "no bubblewrap .deb carried" >&2; exit 2; }
 export PATH="$lab/bw/usr/bin:$PATH"
@@ -35,18 +36,18 @@ echo "checkout: $(git -C "$lab/repo" rev-parse HEAD)" | tee -a "$OUT/summary.txt
 
 # The sandbox as install-hook.sh installs it, its cgroup below the root (run as root here; a runner's user gets a
 # delegated one), the wheelhouse read-only inside, the carried checkout kept out.
-mkdir -p /sys/fs/cgroup/sgemm-lab 2>/dev/null
-python3 - "$lab" "$src" > "$lab/sandbox.json" <<'PY'
+mkdir -p "$cgroup" 2>/dev/null
+python3 - "$lab" "$src" "$cgroup" > "$lab/sandbox.json" <<'PY'
 import json, shutil, sys
-lab, src = sys.argv[1:]
-print(json.dumps({"bwrap": shutil.which("bwrap"), "cgroup": "/sys/fs/cgroup/sgemm-lab", "memory_max": str(64 * 2**30),
+lab, src, cgroup = sys.argv[1:]
+print(json.dumps({"bwrap": shutil.which("bwrap"), "cgroup": cgroup, "memory_max": str(64 * 2**30),
                   "pids_max": "8192", "wheelhouse": f"{src}/.whl", "forbidden": [f"{src}/.deb", "/root"]}))
 PY
 sed "s|@SETTINGS@|$lab/sandbox.json|" "$lab/repo/.github/runner/job-sandbox.py" > "$lab/job-sandbox"
 chmod 755 "$lab/job-sandbox"
 cd "$lab/repo"
 git checkout -q -B lab
-kernel=$(ls kernels/*.cu | head -n 1)
+kernel=${KERNEL_FILE:-$(ls kernels/*.cu | head -n 1)}  # the source the scratch commit touches
 echo "// a comment: the same machine code, timed all the same" >> "$kernel"
 git commit -qam "lab: touch $kernel"
 name=$(basename "$kernel" .cu)
@@ -70,7 +71,7 @@ if [[ " $steps " == *" paired "* ]]; then
 fi
 if [[ " $steps " == *" nvbench "* ]]; then
     SECONDS=0
-    SGEMM_SANDBOX=$lab/job-sandbox timeout 540 python3 -m sgemm gate HEAD~1 HEAD --size 4096 --no-sweep --unpaired \
+    SGEMM_SANDBOX=$lab/job-sandbox timeout "${GATE_LIMIT_S:-540}" python3 -m sgemm gate HEAD~1 HEAD --size 4096 --no-sweep --unpaired \
         --rounds 3 --max-rounds 3 --extra-rounds 0 --work "$lab/work-nvbench" --report "$OUT/nvbench.md" \
         > "$OUT/nvbench.log" 2>&1
     echo "NVBench (unpaired) in the sandbox: exit $? after ${SECONDS} s" | tee -a "$OUT/summary.txt"
@@ -113,5 +114,5 @@ print(f"sandbox - bare: {sandbox - bare:+.0f} s ({(sandbox / bare - 1) * 100:+.1
 PY
 fi
 # Nothing of the lab stays on the box but what was copied to $OUT.
-rmdir /sys/fs/cgroup/sgemm-lab 2>/dev/null
+rmdir "$cgroup" 2>/dev/null
 cd / && rm -rf "$lab"
