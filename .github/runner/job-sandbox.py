@@ -43,7 +43,7 @@ MIN_VERSION = (0, 8, 0)  # --disable-userns came with 0.8.0
 # job can open at all is decided by the device nodes bound in, not by this variable.
 ALLOWED_ENV = {"SGEMM_CUDA_SITE", "SGEMM_CUDA_EXTRA", "BASE_SHA", "HEAD_SHA", "RANGE_INPUT", "LANG",
                "SGEMM_CASE_EVENTS", "SGEMM_NVBENCH_ARGS", "SGEMM_RUN_CASES", "PATH_PREFIX", "PYTHONPATH",
-               "CUDA_VISIBLE_DEVICES"}
+               "CUDA_VISIBLE_DEVICES", "CUPY_CACHE_DIR", "SGEMM_CACHE_DIR"}
 ETC = ("passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives",
        "ssl", "ca-certificates", "localtime", "os-release", "nvidia", "OpenCL", "vulkan", "gitconfig")
 GPU_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "nvidia-caps")

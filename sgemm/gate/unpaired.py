@@ -22,6 +22,7 @@ from pathlib import Path
 from ..contained import contained
 from ..measuring.record import CASES_VARIABLE, EVENTS_VARIABLE, NVBENCH_ARGS_VARIABLE
 from ..results import asvsuite
+from ..atomic import write_atomically
 from ..results.asvconf import run_environment, write_asv_config
 from ..results.asvsuite import SuiteCase
 from ..rounds.evidence import Case, Rounds
@@ -62,9 +63,12 @@ def run_continuous(config: Path, machine: str, base: str, head: str, cases: list
     env[CASES_VARIABLE] = json.dumps([[case.kernel, *case.shape] for case in cases])  # one process a round
     passed = {name: env[name] for name in (EVENTS_VARIABLE, NVBENCH_ARGS_VARIABLE, CASES_VARIABLE)}
     # asv's environments, results and events under the gate's work folder, the only place it writes; the approved
-    # code measures itself on this path (docs/ci-security.md, D28).
+    # code measures itself on this path (docs/ci-security.md, D28). The machine file goes in as a copy in that
+    # folder: the runner's home, where asv keeps it, is none of the job's (a sandbox may refuse it outright).
+    machine_file = config.parent / "asv-machine.json"
+    write_atomically(machine_file, (Path.home() / ".asv-machine.json").read_bytes())
     command = contained([*command, base, head], readable=[repo], writable=[config.parent, events.parent],
-                        devices=["all"], cwd=repo, env=passed, machine_file=Path.home() / ".asv-machine.json")
+                        devices=["all"], cwd=repo, env=passed, machine_file=machine_file)
     return subprocess.run(command, cwd=repo, env=env, stdout=sys.stderr).returncode
 
 

@@ -38,9 +38,14 @@ POWER_TOLERANCE = 0.05
 MAX_IDLE_SHARE = 0.01  # of the window the GPU may have waited for the host: beyond it, not back to back
 MAX_ERROR_BOUND = 0.02  # a reading whose ends are this uncertain over its window is not one
 BLOCK_S = 0.02  # launches between two events: short next to the window, long next to a launch
-AHEAD_S = 0.1  # of work kept queued: many NVML readings' worth, so polling the counter never idles the GPU
-MAX_BLOCK_LAUNCHES = 200  # with the blocks ahead, well inside the driver's queue of pending launches
+AHEAD_S = 0.1  # of work kept queued, where the queue allows: many NVML readings' worth, so polling never idles the GPU
+# The launches queued at once, at most: a quarter of the driver's queue of pending work (about a thousand entries),
+# leaving room for a library that launches more than one kernel a call. Queueing more blocks in the launch call
+# until the GPU frees an entry, so a feed that waits for more queued work than fits never returns (a 0.2 ms GEMM asked
+# for 0.1 s ahead: 500 launches; lab/2026-11-28-energy-track).
+MAX_QUEUED_LAUNCHES = 256
 MIN_AHEAD_BLOCKS = 2
+MAX_BLOCK_LAUNCHES = MAX_QUEUED_LAUNCHES // (MIN_AHEAD_BLOCKS + 1)  # the running block and those ahead of it fit
 POLL_S = 0.002  # the host's pause between top-ups while it waits out the warm-up and the window
 
 
@@ -226,13 +231,15 @@ class _Block:
 
 class CudaLaunchFeed:
     """A launch queued in blocks of `count` on CuPy's current stream, each between two events, AHEAD_S of work
-    ahead of the block running."""
+    ahead of the block running, or as much as MAX_QUEUED_LAUNCHES allows (a short kernel's blocks ahead then last
+    less than AHEAD_S; a reading it idles is flagged)."""
 
     def __init__(self, launch: Callable[[], None], seconds_per_launch: float):
         self.launch = launch
         block_launches = BLOCK_S / seconds_per_launch if seconds_per_launch > 0 else MAX_BLOCK_LAUNCHES
         self.count = max(1, min(MAX_BLOCK_LAUNCHES, round(block_launches)))
-        self.ahead = max(MIN_AHEAD_BLOCKS, math.ceil(AHEAD_S / max(self.count * seconds_per_launch, 1e-9)))
+        by_time = math.ceil(AHEAD_S / max(self.count * seconds_per_launch, 1e-9))
+        self.ahead = max(MIN_AHEAD_BLOCKS, min(by_time, MAX_QUEUED_LAUNCHES // self.count - 1))
         self.blocks: list[_Block] = []
         self._oldest_pending = 0
 

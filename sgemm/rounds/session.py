@@ -45,6 +45,11 @@ from .evidence import Case, Noise, PairedRounds
 from .pairs import Pair
 
 ROUND_COMMAND = (sys.executable, "-m", "sgemm.measuring.ab")  # + PLAN OUT: one round, one process
+# Where a sandboxed round keeps its compiles for the gate's later rounds: CuPy's cubins and sgemm's compile figures.
+# The sandbox starts each process with an empty home, so without these every round compiled every build again
+# (rounds of 9-10 s against 4-5 s bare, lab/2026-11-28-sandbox-gpu). One folder a gate, in its work folder: nothing
+# a pull request's round compiles reaches another job.
+COMPILE_CACHES = {"CUPY_CACHE_DIR": "cupy", "SGEMM_CACHE_DIR": "sgemm"}
 # One round's timing of a case: it runs until its own interval (95%) is within 0.2% of its ratio, or for max_s, so that
 # a quiet case stops after a few pairs and a kernel whose launches jitter gets more time (how much the kernels'
 # launches vary: lab/2026-11-25-pair-noise/).
@@ -390,10 +395,15 @@ class PairedSession:
         plan_path.write_text(json.dumps(plan))
         where = f" on GPU {device}" if len(self.devices) > 1 else ""
         print(f"sgemm gate: round {number}: {len(labels)} cases paired in one process{where}", file=sys.stderr)
-        out.write_bytes(b"")  # the one file the round's process may write, made by the judge
-        command = contained([*ROUND_COMMAND, str(plan_path), str(out)], readable=[self.work_dir], writable=[out],
-                            devices=[narrowed.node if narrowed else device],
-                            env={VISIBLE_VARIABLE: narrowed.uuid} if narrowed else None)
+        out.write_bytes(b"")  # the file the round's process writes its lines to, made by the judge
+        caches = self.work_dir / "compile-cache"
+        passed = {name: str(caches / folder) for name, folder in COMPILE_CACHES.items()}
+        for folder in passed.values():
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        if narrowed:
+            passed[VISIBLE_VARIABLE] = narrowed.uuid
+        command = contained([*ROUND_COMMAND, str(plan_path), str(out)], readable=[self.work_dir],
+                            writable=[out, caches], devices=[narrowed.node if narrowed else device], env=passed)
         environment = {**os.environ, VISIBLE_VARIABLE: narrowed.uuid} if narrowed else None
         with open(log, "w") as stderr:
             process = subprocess.Popen(command, stdout=stderr, stderr=subprocess.STDOUT, env=environment)

@@ -234,6 +234,22 @@ def test_the_card_a_gate_gives_each_round_reaches_the_job(box):
 
 
 @needs_bwrap
+def test_the_compile_cache_a_gate_gives_its_rounds_reaches_the_job(box):
+    """Each sandboxed round starts with an empty home: the gate names a cache folder of its own, which the round must
+    see in its environment and be able to write, or every round compiles every build again."""
+    from sgemm.rounds.session import COMPILE_CACHES
+
+    cache = box["out"] / "compile-cache"
+    cache.mkdir()
+    given = [arg for name in COMPILE_CACHES for arg in ("--env", f"{name}={cache}")]
+    done = sandbox_standins.run(box["settings"], "--rw", str(cache), *given, "--", "bash", "-c",
+                                f"env; touch {cache}/cubin")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert all(f"{name}={cache}" in done.stdout.splitlines() for name in COMPILE_CACHES)
+    assert (cache / "cubin").is_file()
+
+
+@needs_bwrap
 def test_a_link_given_as_a_folder_is_refused_and_nothing_changes(box, tmp_path):
     """Review H1/D1: a link in the job folder handed a root-owned tree to the runner's user. Nothing is chowned now,
     and a link given to the sandbox is refused."""

@@ -162,6 +162,24 @@ def test_unpaired_a_slower_kernel_is_the_only_regression(synthetic_repo, tmp_pat
     assert control.label == "fp32/cublas 64x64x64"  # measured as context, outside the family
 
 
+def test_unpaired_the_sandbox_gets_a_copy_of_the_machine_file_in_the_gates_folder(synthetic_repo, tmp_path,
+                                                                                   monkeypatch):
+    # The runner's home is none of the job's: a sandbox that forbids it refused ~/.asv-machine.json and the NVBench
+    # path ran nothing inside it (an H200 box, lab/2026-11-28-sandbox-gpu).
+    from sgemm.gate import unpaired
+
+    repo, commit = synthetic_repo
+    base = commit("base", {}, {})
+    head = commit("slower", {"naive": 1.05}, {})
+    given = []
+    monkeypatch.setattr(unpaired, "contained", lambda command, **options: given.append(options) or command)
+    unpaired_gate(repo, base, head, tmp_path)
+    machine_file = given[0]["machine_file"]
+    assert machine_file.is_relative_to(tmp_path / "gate")
+    assert json.loads(machine_file.read_text()) == json.loads((Path.home() / ".asv-machine.json").read_text())
+    assert all(options["machine_file"] == machine_file for options in given)
+
+
 def test_unpaired_a_clock_drop_alone_is_never_a_regression(synthetic_repo, tmp_path):
     repo, commit = synthetic_repo
     base = commit("base", {}, {})
@@ -802,6 +820,12 @@ def test_each_round_process_sees_only_its_own_card_and_a_sandbox_binds_that_card
     assert seen == {"GPU-0", "GPU-1"}
     assert {tuple(options["devices"]) for options in sandboxed} == {(10,), (11,)}
     assert {options["env"]["CUDA_VISIBLE_DEVICES"] for options in sandboxed} == {"GPU-0", "GPU-1"}
+    # The gate's compile cache, writable, named to each round: a sandboxed round starts with an empty home.
+    caches = where / "gate" / "paired" / "compile-cache"
+    for options in sandboxed:
+        assert caches in options["writable"]
+        assert {options["env"][name] for name in session.COMPILE_CACHES} == {str(caches / "cupy"),
+                                                                            str(caches / "sgemm")}
 
 
 def test_a_card_is_narrowed_by_its_uuid_and_left_alone_where_nvml_cannot_list_the_cards(monkeypatch):

@@ -3,6 +3,7 @@ the error bound that holds, a lagging counter that cancels, the checks that flag
 a GPU that idled, uncertain ends), a counter that is missing, stuck or goes back, and the cost formula."""
 
 import math
+import types
 
 import pytest
 
@@ -187,6 +188,23 @@ def test_the_cost_per_commit_is_cases_times_warm_up_window_two_updates_and_the_w
     assert settings.case_seconds(0.1) == pytest.approx(1.0 + 2.0 + 0.2 + energy.AHEAD_S)
     assert cost_per_commit_s(74, settings, 0.1) == pytest.approx(74 * (3.2 + energy.AHEAD_S))
     assert cost_per_commit_s(0, settings, 0.1) == 0
+
+
+@pytest.mark.parametrize("seconds_per_launch", [2e-5, 2e-4, 1.7e-3, 0.05])
+def test_the_feed_never_queues_more_launches_than_the_driver_takes(seconds_per_launch):
+    """A launch beyond the driver's queue blocks until the GPU frees an entry, so a feed asking for more queued work
+    than fits never returns (a 0.2 ms cuBLAS GEMM asked for 500 launches and hung, lab/2026-11-28-energy-track).
+    Here the GPU finishes nothing while the host tops up: the host's worst case."""
+    feed = energy.CudaLaunchFeed(lambda: None, seconds_per_launch)
+
+    def queue_on_a_stalled_gpu():
+        feed.blocks.append(types.SimpleNamespace(count=feed.count, end=types.SimpleNamespace(done=False)))
+
+    feed._queue = queue_on_a_stalled_gpu
+    feed.top_up()
+    queued = sum(block.count for block in feed.blocks)
+    assert queued <= energy.MAX_QUEUED_LAUNCHES
+    assert len(feed.blocks) > energy.MIN_AHEAD_BLOCKS  # the running block and at least two ahead of it
 
 
 def test_the_sizes_to_charge_are_read_from_a_list():
