@@ -130,7 +130,7 @@ def parse(argv: list, settings: dict) -> dict:
             if name not in ALLOWED_ENV:
                 raise Refused(f"--env {name}: only {', '.join(sorted(ALLOWED_ENV))} reach the job")
             job["env"][name] = text
-        elif option == "--machine-file":  # asv's ~/.asv-machine.json, read-only in the fresh HOME
+        elif option == "--machine-file":  # asv's ~/.asv-machine.json in the fresh HOME: the caller's own copy
             job["machine"] = given_path(value, settings["forbidden"])
         elif option == "--cwd":
             job["cwd"] = value
@@ -196,8 +196,8 @@ def bwrap_argv(job: dict, settings: dict) -> list:
         args += ["--ro-bind", str(path), str(path)]
     for path in job["rw"]:
         args += ["--bind", str(path), str(path)]
-    if job["machine"]:
-        args += ["--ro-bind", str(job["machine"]), f"{HOME}/.asv-machine.json"]
+    if job["machine"]:  # writable: asv rewrites its machine file as it starts (a job path, never the runner's)
+        args += ["--bind", str(job["machine"]), f"{HOME}/.asv-machine.json"]
     args += ["--clearenv"]
     for name, value in sorted(environment(job, settings).items()):
         args += ["--setenv", name, value]

@@ -4,6 +4,7 @@ attacks needed is shown holding, and each test fails when the defence it names i
 SGEMM_REQUIRE_SANDBOX=1 (and installs bubblewrap) so that in CI they never skip. Attacks that need root and a
 throwaway user run where the tests run as root (CI does)."""
 
+import json
 import os
 import pwd
 import shutil
@@ -247,6 +248,23 @@ def test_the_compile_cache_a_gate_gives_its_rounds_reaches_the_job(box):
     assert done.returncode == 0, done.stdout + done.stderr
     assert all(f"{name}={cache}" in done.stdout.splitlines() for name in COMPILE_CACHES)
     assert (cache / "cubin").is_file()
+
+
+@needs_bwrap
+def test_asv_may_rewrite_the_machine_file_it_is_given_and_the_runners_is_refused(box):
+    """asv rewrites ~/.asv-machine.json as it starts: bound read-only, the unpaired gate's asv failed in the
+    sandbox before it measured anything (an H200 box, lab/2026-11-28-sandbox-gpu). The gate gives its own copy; a
+    path of the runner's is refused."""
+    given = box["out"] / "asv-machine.json"
+    given.write_text('{"version": 1}')
+    done = sandbox_standins.run(box["settings"], "--machine-file", str(given), "--", "bash", "-c",
+                                'echo \'{"version": 1, "box": {}}\' > "$HOME/.asv-machine.json"')
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(given.read_text()) == {"version": 1, "box": {}}
+    runners = box["runner"] / "asv-machine.json"
+    runners.write_text('{"version": 1}')
+    done = sandbox_standins.run(box["settings"], "--machine-file", str(runners), "--", "true")
+    assert done.returncode == 2 and "the runner's own" in done.stdout
 
 
 @needs_bwrap
