@@ -2,12 +2,15 @@
 the measuring process reports of itself (sgemm.measuring.record.MEASURING_PROGRESS_VARIABLE: cases done of cases
 planned, in its two phases), each read with the time it was read at.
 
-asv's percent counts benchmark processes, and the first of a commit measures every case while the other ~3,000 only
-read what it filed: a percent-based estimate is wrong by up to 60x. So a commit is taken as three parts:
+asv's percent counts benchmarks (about 34 a commit, each run over every case in a process a case), and the first
+case of the first measures every case while the others only read what it filed: a percent-based estimate is wrong
+by up to 60x. So a commit is taken as three parts:
 - the measuring: cases timed by NVBench, then each paired against its reference build; a phase under way is
-  extrapolated from its own cases so far, a phase not begun from a prior cost a case (PRIOR_TIMING_S, PRIOR_PAIRING_S);
-- the readers, the commit's other benchmark processes: extrapolated from asv's percent since the measuring ended, or
-  a prior cost a process (PRIOR_READER_S) before that;
+  extrapolated from its own cases so far, from its first case on (the compile before it is left out of its pace),
+  a phase not begun from a prior cost a case (PRIOR_TIMING_S, PRIOR_PAIRING_S); the pairing takes its cases in an
+  order that has nothing to do with their cost (sgemm.measuring.record), so that the first are a fair sample;
+- the readers, the commit's other benchmarks: extrapolated from asv's percent since the measuring ended, or a
+  prior cost a benchmark process (PRIOR_READER_S, a process a case) before that;
 - and the commits after it, each as long as the last whole commit took (or as this one will, before one has ended).
 The priors come from lab/2026-11-27-history-pairing; each is replaced by what this run measures as soon as it can be.
 What the history does after asv (joining shards, the site) is its caller's to add.
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 
 PRIOR_TIMING_S = 0.15  # NVBench's part of a case
 PRIOR_PAIRING_S = 0.6  # a case paired against its reference build
-PRIOR_READER_S = 0.015  # a benchmark process that reads what the measuring filed
+PRIOR_READER_S = 0.0075  # a benchmark process (one case of one benchmark) that reads what the measuring filed
 MIN_READ_SHARE = 0.02  # of a commit's benchmarks read, before their own rate replaces the prior
 TIMING, PAIRING, DONE = "timing", "pairing", "done"
 
@@ -92,6 +95,8 @@ class RunClock:
         if self.phase is None or self.phase.name != name:
             self.phase = MeasuringPhase(name, total, now)
             self.measured_at = None
+        elif done == 0:  # the phase's first case begins only now (after its compile): its pace counts from here
+            self.phase.started_at = now
         self.phase.done, self.phase.updated_at = done, now
         return True
 
@@ -119,8 +124,8 @@ class RunClock:
             read = (self.percent - self.measured_percent) / 100 * self.benchmarks
             if read >= MIN_READ_SHARE * per_commit:
                 return left_share * self.benchmarks * (now - self.measured_at) / read
-            return left_share * self.benchmarks * PRIOR_READER_S
-        return max(per_commit - 1, 0.0) * PRIOR_READER_S
+            return left_share * self.benchmarks * self.cases * PRIOR_READER_S
+        return per_commit * self.cases * PRIOR_READER_S  # the measuring's benchmark, too, reads every case but one
 
     def left(self, now: float) -> float:
         """Seconds the run has left, as far as can be told now."""

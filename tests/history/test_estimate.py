@@ -2,16 +2,30 @@
 percent alone, which counts benchmark processes while one of them holds most of a commit's time."""
 
 import json
+import random
 
-from sgemm.history.estimate import RunClock
+from sgemm.history.estimate import PRIOR_READER_S, RunClock
 from sgemm.history.progress import RunState
 
-CASES, BENCHMARKS = 275, 3000
-TIMING_S, PAIRING_S, READER_S = 0.2, 0.5, 0.02  # this box's true costs, unlike the priors
+CASES, BENCHMARKS = 275, 34  # asv counts benchmarks; each runs over every case, a process a case
+COMPILE_S, REFERENCE_BUILDS_S = 15.0, 25.0  # before the NVBench phase's first case, and the pairing's
+READER_S = 0.01  # a reader process on this box (the prior says PRIOR_READER_S)
+# What pairing a case costs on this box, in the suite's order: the FP32 ladder first at a pace of its own, the
+# power-capped tensor-core kernels last, each with a warm-up of its own.
+SUITE_PAIRING_S = [0.4] * 165 + [1.5] * 110
+TIMING_S = [0.1] * 165 + [0.3] * 110
 
 
-def one_commit(commits: int = 1):
+def digest_order(costs):
+    """The same costs in an order unrelated to them, as sgemm.measuring.record pairs them."""
+    shuffled = list(costs)
+    random.Random(7).shuffle(shuffled)
+    return shuffled
+
+
+def one_commit(commits: int = 1, pairing_s=None):
     """A run of `commits` commits as (time, asv line or measuring record) events, and when it ends."""
+    pairing_s = digest_order(SUITE_PAIRING_S) if pairing_s is None else pairing_s
     events, now = [(0.0, "· Creating environments"), (30.0, "· Discovering benchmarks"),
                    (40.0, f"· Running {BENCHMARKS * commits} total benchmarks ({commits} commits * 1 environments * "
                     f"{BENCHMARKS} benchmarks)")], 40.0
@@ -19,18 +33,22 @@ def one_commit(commits: int = 1):
         base = 100 * commit / commits
         events.append((now, f"[{base:6.2f}%] · For sgemm commit {commit + 1:08x}abcd <main>:"))
         events.append((now, {"phase": "timing", "done": 0, "total": CASES}))
-        for done in range(1, CASES + 1):
-            now += TIMING_S
+        now += COMPILE_S
+        events.append((now, {"phase": "timing", "done": 0, "total": CASES}))
+        for done, cost in enumerate(TIMING_S, 1):
+            now += cost
             events.append((now, {"phase": "timing", "done": done, "total": CASES}))
         events.append((now, {"phase": "pairing", "done": 0, "total": CASES}))
-        for done in range(1, CASES + 1):
-            now += PAIRING_S
+        now += REFERENCE_BUILDS_S
+        events.append((now, {"phase": "pairing", "done": 0, "total": CASES}))
+        for done, cost in enumerate(pairing_s, 1):
+            now += cost
             events.append((now, {"phase": "pairing", "done": done, "total": CASES}))
         events.append((now, {"phase": "done", "done": CASES, "total": CASES}))
-        for process in range(1, BENCHMARKS + 1):
-            now += READER_S
-            percent = base + 100 * process / BENCHMARKS / commits
-            events.append((now, f"[{percent:6.2f}%] ··· bench_gemm.Gemm.track_x_{process}    ok"))
+        for benchmark in range(1, BENCHMARKS + 1):
+            now += CASES * READER_S  # the measuring's benchmark, too, then reads every case
+            percent = base + 100 * benchmark / BENCHMARKS / commits
+            events.append((now, f"[{percent:6.2f}%] ··· bench_gemm.Gemm.track_x_{benchmark}    ok"))
     return events, now
 
 
@@ -53,17 +71,43 @@ def ratio(a, b):
     return max(a, b) / min(a, b)
 
 
+def worst(rows):
+    return max(ratio(estimate, truth) for _, estimate, _, truth in rows)
+
+
 def test_the_estimate_is_within_twice_the_truth_where_asvs_percent_is_far_off():
     rows = replay(*one_commit())
-    assert all(ratio(estimate, truth) <= 2 for _, estimate, _, truth in rows), \
-        max(rows, key=lambda r: ratio(r[1], r[3]))
+    assert worst(rows) <= 2, max(rows, key=lambda r: ratio(r[1], r[3]))
     # asv's percent alone, where it has one: far off while the measuring runs (this test fails on it)
     assert max(ratio(naive, truth) for _, _, naive, truth in rows if naive) > 5
 
 
+def test_cases_paired_in_the_suites_order_would_mislead_the_estimate():
+    """Why the measuring pairs in an order unrelated to cost: the same costs, cheap first, put the estimate
+    beyond 2x of the truth."""
+    assert worst(replay(*one_commit(pairing_s=SUITE_PAIRING_S))) > 2
+
+
 def test_later_commits_are_counted_at_the_last_whole_commits_time():
-    rows = replay(*one_commit(commits=3))
-    assert all(ratio(estimate, truth) <= 2 for _, estimate, _, truth in rows)
+    assert worst(replay(*one_commit(commits=3))) <= 2
+
+
+def test_the_compile_before_a_phases_first_case_is_left_out_of_its_pace():
+    clock = RunClock(CASES)
+    clock.read(f"· Running {BENCHMARKS} total benchmarks (1 commits * 1 environments * {BENCHMARKS} benchmarks)", 0)
+    clock.read("[  0.00%] · For sgemm commit 0000000abcd <main>:", 0.0)
+    for when, done in ((100.0, 0), (125.0, 0), (130.0, 10)):  # the reference builds took 25 s
+        clock.read_measuring(json.dumps({"phase": "pairing", "done": done, "total": CASES}), when)
+    readers = BENCHMARKS * CASES * PRIOR_READER_S
+    assert clock.left(130.0) - readers == (CASES - 10) * 0.5
+
+
+def test_the_readers_are_counted_a_process_a_case_before_their_own_pace_is_known():
+    clock = RunClock(CASES)
+    clock.read(f"· Running {BENCHMARKS} total benchmarks (1 commits * 1 environments * {BENCHMARKS} benchmarks)", 0)
+    clock.read("[  0.00%] · For sgemm commit 0000000abcd <main>:", 0.0)
+    clock.read_measuring(json.dumps({"phase": "done", "done": CASES, "total": CASES}), 300.0)
+    assert clock.left(300.0) == BENCHMARKS * CASES * PRIOR_READER_S
 
 
 def test_a_run_whose_measuring_reports_nothing_still_has_an_estimate_from_the_priors():

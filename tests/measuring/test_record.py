@@ -406,3 +406,31 @@ def test_the_measuring_charges_energy_only_at_the_sizes_the_run_names(tmp_path, 
     monkeypatch.setenv(record.ENERGY_SIZES_VARIABLE, "4096,8192")
     AsvCase(str(tmp_path / "b"), get_kernel("fp16/cublas"), 4096, 4096, 4096).result("time")
     assert charged == [(["fp16/cublas/4096x4096x4096"], (4096, 8192))]
+
+
+def test_the_pairing_takes_the_cases_in_an_order_unrelated_to_their_cost(tmp_path, monkeypatch, fake_measurements):
+    """The history extrapolates the pairing's time left from the cases paired so far: in the suite's order (the FP32
+    ladder first, the power-capped tensor-core kernels last) those were the cheap ones. A digest of each case's id
+    orders them instead, the same way every run; the pairing's pace counts from when the reference builds are made."""
+    import hashlib
+
+    names = ("fp32/naive", "fp32/warptile", "fp16/mma_buffered", "fp16/cublas", "bf16/wgmma_grouped_tma_store")
+    listed = [[name, size, size, size] for name in names for size in (1024, 4096)]
+    monkeypatch.setenv(record.CASES_VARIABLE, json.dumps(listed))
+    monkeypatch.setenv(record.REFERENCE_VARIABLE, str(tmp_path / "reference"))
+    progress = tmp_path / "progress.jsonl"
+    monkeypatch.setenv(record.MEASURING_PROGRESS_VARIABLE, str(progress))
+    paired = []
+
+    def time_over_reference(cases, results, tree, device, told):
+        paired.extend(case.id for case in cases)
+        told(0)
+        told(len(cases))
+
+    monkeypatch.setattr(record, "_time_over_reference", time_over_reference)
+    AsvCase(str(tmp_path / "run"), get_kernel("fp32/naive"), 1024, 1024, 1024).result("time")
+    suite_order = [f"{name}/{size}x{size}x{size}" for name, size, _, _ in listed]
+    assert sorted(paired) == sorted(suite_order) and paired != suite_order
+    assert paired == sorted(suite_order, key=lambda case_id: hashlib.sha256(case_id.encode()).digest())
+    lines = [json.loads(line) for line in progress.read_text().splitlines()]
+    assert [line["done"] for line in lines if line["phase"] == "pairing"] == [0, 0, len(listed)]
