@@ -211,8 +211,8 @@ def _asv_environment(cases: list[asvsuite.SuiteCase] = (), reference: Path | Non
     site_dirs = cuda_site()
     env = dict(run_environment(), SGEMM_CUDA_SITE=site_dirs, LD_LIBRARY_PATH=library_path(site_dirs))
     env[CASES_VARIABLE] = json.dumps([[case.kernel, *case.shape] for case in cases])
-    # The energy reading is opt-in (the caller's SGEMM_ENERGY_SIZES passes through): on an H100 it did not finish a
-    # case, the history with it (lab/2026-11-28-four-cards, call 3).
+    # The energy reading is opt-in for its cost (docs/history.md, "Joules per GEMM"): the caller's
+    # SGEMM_ENERGY_SIZES passes through.
     if os.environ.get(ENERGY_SIZES_VARIABLE):
         env[ENERGY_SIZES_VARIABLE] = os.environ[ENERGY_SIZES_VARIABLE]
     if reference:
