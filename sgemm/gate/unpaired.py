@@ -19,10 +19,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..atomic import write_atomically
 from ..contained import contained
 from ..measuring.record import CASES_VARIABLE, EVENTS_VARIABLE, NVBENCH_ARGS_VARIABLE
 from ..results import asvsuite
-from ..atomic import write_atomically
 from ..results.asvconf import run_environment, write_asv_config
 from ..results.asvsuite import SuiteCase
 from ..rounds.evidence import Case, Rounds

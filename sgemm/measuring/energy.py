@@ -40,9 +40,9 @@ MAX_ERROR_BOUND = 0.02  # a reading whose ends are this uncertain over its windo
 BLOCK_S = 0.02  # launches between two events: short next to the window, long next to a launch
 AHEAD_S = 0.1  # of work kept queued, where the queue allows: many NVML readings' worth, so polling never idles the GPU
 # The launches queued at once, at most: a quarter of the driver's queue of pending work (about a thousand entries),
-# leaving room for a library that launches more than one kernel a call. Queueing more blocks in the launch call
-# until the GPU frees an entry, so a feed that waits for more queued work than fits never returns (a 0.2 ms GEMM asked
-# for 0.1 s ahead: 500 launches; lab/2026-11-28-energy-track).
+# leaving room for a library that launches more than one kernel a call. A launch beyond the queue waits in the launch
+# call until the GPU frees an entry, so a feed that waits for more queued work than fits never returns (a 0.2 ms GEMM
+# asked for 0.1 s ahead: 500 launches; lab/2026-11-28-energy-track).
 MAX_QUEUED_LAUNCHES = 256
 MIN_AHEAD_BLOCKS = 2
 MAX_BLOCK_LAUNCHES = MAX_QUEUED_LAUNCHES // (MIN_AHEAD_BLOCKS + 1)  # the running block and those ahead of it fit
