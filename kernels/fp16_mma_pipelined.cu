@@ -13,6 +13,11 @@
 //   kFragmentDoubleBuffer   the fragments of the next k16 step (the next slice's first, at a slice's last step) are
 //                           loaded while the mmas of this one run, in a second set of registers, instead of all of a
 //                           slice's fragments before its mmas.
+//   kLeanCopies             a thread keeps one source pointer, one shared offset and a mask of edge tests per operand
+//                           instead of all four per chunk it copies: its chunks of a slice lie a fixed number of rows
+//                           apart, a multiple of the swizzle's period, so each is the first moved by a constant. With
+//                           fragments double-buffered the registers sit at the 255 cap (128 accumulators, 64 fragment
+//                           registers); this frees the room that deeper K slices (BK = 64, twice the chunks) need.
 // GROUP (1: none) is the tile order: with GROUP > 1 consecutive blocks walk down GROUP tile rows before moving one
 // tile column right, so the blocks running at once share the A rows and B columns they read in L2.
 // Catalogue (template <BM, BN, BK, WM, WN, STAGES, GROUP, FEATURES>):
@@ -24,15 +29,27 @@
 // Shapes: any M; N and K multiples of 8 (and lda, ldb), so that every 16-byte chunk of a row is aligned and wholly
 // inside or wholly outside the matrix. Chunks past an edge are zero-filled, adding nothing to the sums; stores of C
 // are masked by row and column.
-// Shared memory: STAGES * (BM * BK + BK * BN) halves, dynamic (above 48 KB the launch raises the block's limit);
-// kept at most 99 KB so that sm_86 and sm_89 run every variant too.
+// Shared memory: STAGES * (BM * BK + BK * BN) halves, dynamic (above 48 KB the launch raises the block's limit), at
+// most what a block may have on the architecture compiled for: 99 KB on sm_86 and sm_89, 163 KB on sm_80 and sm_87,
+// 227 KB on sm_90. The catalogue's entries keep to 99 KB so that every tracked architecture runs them; a larger
+// instantiation is for sm_80 or sm_90 alone (an sm_90a target, or a tuned entry).
 // Ladder: builds on fp16/mma_unrolled.
 #include <cuda_fp16.h>
 
 #include "common.cuh"
 #include "mma_sync.cuh"
 
-constexpr unsigned kK16 = 1, kFragmentDoubleBuffer = 2;
+constexpr unsigned kK16 = 1, kFragmentDoubleBuffer = 2, kLeanCopies = 4;
+
+// The most shared memory a block may have on the architecture being compiled for, so that an instantiation too large
+// for it fails the compile there rather than the launch.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+constexpr int kMaxBlockSharedBytes = 227 * 1024;
+#elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870)
+constexpr int kMaxBlockSharedBytes = 163 * 1024;
+#else
+constexpr int kMaxBlockSharedBytes = 99 * 1024;
+#endif
 
 // cp.async of one 16-byte chunk, global to shared, through L2 only (.cg: the block reads it once from shared memory).
 // With `full` false no byte is read and the chunk is zero-filled; `src` must still be an address in the matrix.
@@ -59,7 +76,7 @@ struct PipelinedTiles {
     static constexpr int kChunk = 8;  // halves per 16-byte copy
     static constexpr int kACopies = kAHalves / kChunk / kThreads;  // per thread per slice
     static constexpr int kBCopies = kBHalves / kChunk / kThreads;
-    static_assert(FEATURES < 4, "unknown feature bit");
+    static_assert(FEATURES < 8, "unknown feature bit");
     static_assert(WM % 16 == 0 && WN % 16 == 0, "a warp tile is 16-row mma tiles by pairs of 8-column ones");
     static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must cover the block tile");
     static_assert(BK % 16 == 0 && BK / 8 <= 8, "a slice is k16 steps, its rows at most one 128-byte swizzle period");
@@ -67,7 +84,15 @@ struct PipelinedTiles {
     static_assert(GROUP >= 1, "GROUP counts tile rows");
     static_assert(kAHalves % (kChunk * kThreads) == 0 && kBHalves % (kChunk * kThreads) == 0,
                   "every thread copies the same number of chunks of A and of B per slice");
-    static_assert(kSharedBytes <= 99 * 1024, "more than sm_86 and sm_89 give a block");
+    static_assert(kSharedBytes <= kMaxBlockSharedBytes, "more shared memory than this architecture gives a block");
+    // With kLeanCopies a thread's chunks of a slice are kThreads / chunks-per-row rows apart: whole swizzle periods
+    // (8 rows at most), so that they share one swizzled column, and a row step the same for every chunk.
+    static constexpr int kARowStep = kThreads / (BK / kChunk), kBRowStep = kThreads / (BN / kChunk);
+    static_assert(!(FEATURES & kLeanCopies) ||
+                      (kThreads % (BK / kChunk) == 0 && kThreads % (BN / kChunk) == 0 && kARowStep % 8 == 0 &&
+                       kBRowStep % 8 == 0),
+                  "kLeanCopies: a thread's chunks must lie whole swizzle periods apart, in one column");
+    static_assert(!(FEATURES & kLeanCopies) || kACopies <= 32, "kLeanCopies: the row tests of A fit one 32-bit mask");
     static_assert(!(FEATURES & kFragmentDoubleBuffer) || kSteps % 2 == 0,
                   "two fragment sets alternate by k16 step: an even count keeps their indices static");
 };
@@ -86,6 +111,7 @@ gemm_mma_pipelined(int M, int N, int K, float alpha, const __half* __restrict__ 
     using Tiles = PipelinedTiles<BM, BN, BK, WM, WN, STAGES, GROUP, FEATURES>;
     constexpr bool K16 = (FEATURES & kK16) != 0;
     constexpr bool FRAGMENT_DOUBLE_BUFFER = (FEATURES & kFragmentDoubleBuffer) != 0;
+    constexpr bool LEAN_COPIES = (FEATURES & kLeanCopies) != 0;
     constexpr LaunchGeometry kStated = gemm_mma_pipelined_geometry<BM, BN, BK, WM, WN, STAGES, GROUP, FEATURES>;
     static_assert(is_pair(kStated.block_threads, Tiles::kThreads, 1), "block_threads: not the block this kernel indexes");
     static_assert(is_pair(kStated.block_tile, BM, BN), "block_tile: not the tile this kernel computes");
@@ -148,19 +174,53 @@ gemm_mma_pipelined(int M, int N, int K, float alpha, const __half* __restrict__ 
         b_row[l] = row;
         b_offset[l] = 2u * tile_offset<BN, true>(row, col);
     }
+    // kLeanCopies: chunk l of A is chunk 0 moved kARowStep * l rows (lda * that in the source, BK * that in shared
+    // memory), of B kBRowStep * l rows; one column test serves all of B's chunks, a mask holds A's row tests.
+    const int a_first_row = threadIdx.x / A_CHUNKS_PER_ROW, a_first_col = threadIdx.x % A_CHUNKS_PER_ROW * 8;
+    const int b_first_row = threadIdx.x / B_CHUNKS_PER_ROW, b_first_col = threadIdx.x % B_CHUNKS_PER_ROW * 8;
+    const __half* const a_first = A + static_cast<long long>(block_row + a_first_row) * lda + a_first_col;
+    const __half* const b_first = B + static_cast<long long>(b_first_row) * ldb + block_col + b_first_col;
+    const unsigned a_first_offset = 2u * tile_offset<BK, true>(a_first_row, a_first_col);
+    const unsigned b_first_offset = 2u * tile_offset<BN, true>(b_first_row, b_first_col);
+    const bool b_first_col_inside = block_col + b_first_col < N;
+    unsigned a_rows_inside = 0;
+#pragma unroll
+    for (int l = 0; l < Tiles::kACopies; ++l)
+        a_rows_inside |= (block_row + a_first_row + l * Tiles::kARowStep < M ? 1u : 0u) << l;
+
     // Copies the K slice starting at k0 into a stage; chunks past an edge read nothing and become zeros.
     auto copy_slice = [&](int stage, int k0) {
+        if constexpr (LEAN_COPIES) {
+            const unsigned a_stage = a_window + stage * Tiles::kAHalves * 2u + a_first_offset;
+            const unsigned b_stage = b_window + stage * Tiles::kBHalves * 2u + b_first_offset;
+            const bool a_col_inside = k0 + a_first_col < K;
 #pragma unroll
-        for (int l = 0; l < Tiles::kACopies; ++l) {
-            const bool inside = a_row_inside[l] && k0 + a_col[l] < K;
-            copy_chunk_async(a_window + stage * Tiles::kAHalves * 2u + a_offset[l], inside ? a_source[l] + k0 : A,
-                             inside);
-        }
+            for (int l = 0; l < Tiles::kACopies; ++l) {
+                const bool inside = a_col_inside && (a_rows_inside >> l & 1u);
+                copy_chunk_async(a_stage + l * Tiles::kARowStep * BK * 2u,
+                                 inside ? a_first + static_cast<long long>(l * Tiles::kARowStep) * lda + k0 : A,
+                                 inside);
+            }
 #pragma unroll
-        for (int l = 0; l < Tiles::kBCopies; ++l) {
-            const bool inside = b_col_inside[l] && k0 + b_row[l] < K;
-            copy_chunk_async(b_window + stage * Tiles::kBHalves * 2u + b_offset[l],
-                             inside ? b_source[l] + static_cast<long long>(k0) * ldb : B, inside);
+            for (int l = 0; l < Tiles::kBCopies; ++l) {
+                const int row = k0 + b_first_row + l * Tiles::kBRowStep;
+                const bool inside = b_first_col_inside && row < K;
+                copy_chunk_async(b_stage + l * Tiles::kBRowStep * BN * 2u,
+                                 inside ? b_first + static_cast<long long>(row - b_first_row) * ldb : B, inside);
+            }
+        } else {
+#pragma unroll
+            for (int l = 0; l < Tiles::kACopies; ++l) {
+                const bool inside = a_row_inside[l] && k0 + a_col[l] < K;
+                copy_chunk_async(a_window + stage * Tiles::kAHalves * 2u + a_offset[l],
+                                 inside ? a_source[l] + k0 : A, inside);
+            }
+#pragma unroll
+            for (int l = 0; l < Tiles::kBCopies; ++l) {
+                const bool inside = b_col_inside[l] && k0 + b_row[l] < K;
+                copy_chunk_async(b_window + stage * Tiles::kBHalves * 2u + b_offset[l],
+                                 inside ? b_source[l] + static_cast<long long>(k0) * ldb : B, inside);
+            }
         }
     };
 
