@@ -75,9 +75,10 @@ environment() {  # the offline Python stack, as lab/2026-11-28-history-sharding/
 # tile, K = 8192 in 128 steps of wgmmas the consumers issue; while they sleep no wgmma is issued (the loader fills its
 # 4 stages and waits), so 1 us a tile is about 1%. At 4096 a tile's K is half as long and the same 1 us about 2%.
 # __nanosleep's duration is approximate (within [0, 2 x ns], CUDA's guide), its mean near the request.
-WGMMA_TRAIT='template <typename U> struct lab_slowed { static constexpr bool value = false; };  // lab: watch on four GPUs
-template <> struct lab_slowed<__half> { static constexpr bool value = true; };'
-WGMMA_SLEEP='                if constexpr (lab_slowed<T>::value) __nanosleep(1000);  // lab: about 1% at 8192'
+# Both go at the end of lines that are there (no line added): the programs carry line information, and a line added
+# above the template would move every instantiation's, changing the machine code of the file's other kernels too.
+WGMMA_TRAIT=' template <typename U> struct lab_slowed { static constexpr bool value = false; }; template <> struct lab_slowed<__half> { static constexpr bool value = true; };'
+WGMMA_SLEEP=' if constexpr (lab_slowed<T>::value) __nanosleep(1000);'
 # Commit 15's slowdown: fp32/warptile's inner loop (per k, 128 FFMAs of the 8 x 4 x 4 outer product and 6 float4
 # shared loads, about 140 instructions a thread) gets 3 dependent FFMAs more, into a register kept alive by a store
 # that runs only when K < 0 (never; the compiler cannot know it): about 2% more instructions issued in a loop that
@@ -95,7 +96,7 @@ text = path.read_text()
 anchor = "constexpr unsigned kGroupedOrder = 1, kTmaStore = 2;\n"
 store = "                    store_buffer ^= 1;\n                }\n"
 assert text.count(anchor) == 1 and text.count(store) == 1, "wgmma_specialized.cu is not as the lab read it"
-text = text.replace(anchor, anchor + sys.argv[1] + "\n").replace(store, store + sys.argv[2] + "\n")
+text = text.replace(anchor, anchor[:-1] + sys.argv[1] + "\n").replace(store, store[:-1] + sys.argv[2] + "\n")
 path.write_text(text)
 PY
 }
