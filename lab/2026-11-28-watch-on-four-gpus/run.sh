@@ -47,13 +47,17 @@ fp32/warptile:4096:$SLOW_FP32"
 say() { echo "$*" | tee -a "$OUT/summary.txt"; }
 
 restore() {  # the state the last stage left, from /tmp on a warm box or the carried tarball
+    if [ ! -f "$S/commits.txt" ]; then
+        local tarball=$src/.hist/watch4-state.tar.gz
+        [ -f "$tarball" ] || { say "no state: run 'run.sh build' first (or carry .hist/watch4-state.tar.gz)"; exit 2; }
+        mkdir -p "$(dirname "$S")" && tar -xzf "$tarball" -C "$(dirname "$S")"
+    fi
     [ -d "$S/repo" ] && return 0
-    local tarball=$src/.hist/watch4-state.tar.gz
-    [ -f "$tarball" ] || { say "no state: run 'run.sh build' first (or carry .hist/watch4-state.tar.gz)"; exit 2; }
-    mkdir -p "$(dirname "$S")" && tar -xzf "$tarball" -C "$(dirname "$S")"
+    branch > /dev/null  # the branch is made again, not carried: the same base and dates give the same commits
+    cmp -s "$S/commits.txt" "$S/commits-made.txt" || { say "the scratch branch made again differs from the one measured"; exit 2; }
 }
 
-save() { tar -czf "$OUT/watch4-state.tar.gz" -C "$(dirname "$S")" "$(basename "$S")"; }
+save() { tar -czf "$OUT/watch4-state.tar.gz" --exclude="$(basename "$S")/repo" -C "$(dirname "$S")" "$(basename "$S")"; }
 
 environment() {  # the offline Python stack, as lab/2026-11-28-history-sharding/run.sh sets it
     if [ -d "$src/.whl" ]; then
@@ -77,8 +81,10 @@ environment() {  # the offline Python stack, as lab/2026-11-28-history-sharding/
 # __nanosleep's duration is approximate (within [0, 2 x ns], CUDA's guide), its mean near the request.
 # Both go at the end of lines that are there (no line added): the programs carry line information, and a line added
 # above the template would move every instantiation's, changing the machine code of the file's other kernels too.
-WGMMA_TRAIT=' template <typename U> struct lab_slowed { static constexpr bool value = false; }; template <> struct lab_slowed<__half> { static constexpr bool value = true; };'
-WGMMA_SLEEP=' if constexpr (lab_slowed<T>::value) __nanosleep(1000);'
+# fp16 is told from bf16 by an overload, not a class template specialised for __half: that specialisation alone
+# changed the cubin of every kernel of the file (the gate's CPU check said so), the overload none but this one's.
+WGMMA_TRAIT=' __device__ constexpr bool lab_slowed(const __half*) { return true; } __device__ constexpr bool lab_slowed(const void*) { return false; }'
+WGMMA_SLEEP=' if constexpr (lab_slowed(static_cast<const T*>(nullptr))) __nanosleep(1000);'
 # Commit 15's slowdown: fp32/warptile's inner loop (per k, 128 FFMAs of the 8 x 4 x 4 outer product and 6 float4
 # shared loads, about 140 instructions a thread) gets 3 dependent FFMAs more, into a register kept alive by a store
 # that runs only when K < 0 (never; the compiler cannot know it): about 2% more instructions issued in a loop that
@@ -117,22 +123,32 @@ path.write_text(text)
 PY
 }
 
-build() {
+branch() {  # the scratch branch in $S/repo, its commits into $S/commits-made.txt; fixed dates: the same hashes each time
     local origin=${ORIGIN:-$src/.bundle/main.bundle} base=${BASE:-main}
     [ -e "$origin" ] || origin=$src
-    rm -rf "$S" "$WORK" && mkdir -p "$S"
+    rm -rf "$S/repo" "$S/commits-made.txt"
     git clone -q "$origin" "$S/repo" || { say "cannot clone $origin"; exit 2; }
     cd "$S/repo" || exit 2
     git checkout -q -B scratch "origin/$base" || { say "no branch $base in $origin"; exit 2; }
-    git config user.name lab && git config user.email lab@localhost
     for n in $(seq 1 $COMMITS); do
         echo "# scratch commit $n: changes no kernel" >> scratch-commits.txt  # read by nothing
         [ "$n" = "$SLOW_WGMMA" ] && slow_wgmma
         [ "$n" = "$SLOW_FP32" ] && slow_fp32
-        git add -A && git commit -qm "scratch $n$([ "$n" = "$SLOW_WGMMA" ] && echo ': fp16/wgmma_grouped_tma_store slower')$([ "$n" = "$SLOW_FP32" ] && echo ': fp32/warptile slower')"
-        git rev-parse HEAD >> "$S/commits.txt"
+        local when="@$((1795000000 + 60 * n)) +0000"
+        git add -A && GIT_AUTHOR_NAME=lab GIT_AUTHOR_EMAIL=lab@localhost GIT_COMMITTER_NAME=lab \
+            GIT_COMMITTER_EMAIL=lab@localhost GIT_AUTHOR_DATE=$when GIT_COMMITTER_DATE=$when git commit -qm \
+            "scratch $n$([ "$n" = "$SLOW_WGMMA" ] && echo ': fp16/wgmma_grouped_tma_store slower')$([ "$n" = "$SLOW_FP32" ] && echo ': fp32/warptile slower')"
+        git rev-parse HEAD >> "$S/commits-made.txt"
     done
-    say "built: $COMMITS commits on $base ($(git rev-parse --short "origin/$base")): $(head -c 8 "$S/commits.txt")..$(tail -n 1 "$S/commits.txt" | head -c 8)"
+    cd "$src" || exit 2
+}
+
+build() {
+    rm -rf "$S" "$WORK" && mkdir -p "$S"
+    branch
+    cp "$S/commits-made.txt" "$S/commits.txt"
+    cd "$S/repo" || exit 2
+    say "built: $COMMITS commits on ${BASE:-main} ($(git rev-parse --short "origin/${BASE:-main}")): $(head -c 8 "$S/commits.txt")..$(tail -n 1 "$S/commits.txt" | head -c 8)"
     printf 'commit\thash\texit\twall_s\tnotices\tfiled_open\topen_issues\tstandin\n' > "$S/record.tsv"
     if [ "${CPU_CHECK:-0}" = 1 ]; then
         for n in 2 $SLOW_WGMMA $SLOW_FP32; do
