@@ -21,6 +21,11 @@ def add_history(add) -> None:
                          "commit draws no line)")
     history.add_argument("--gpus", type=types.gpu_count, default="1", help="how many of the box's GPUs to spread "
                          "each commit's cases over, or 'all' (they must be one model; default 1)")
+    history.add_argument("-k", "--kernel", action="append", default=[], help="measure only this kernel or "
+                         "precision, as the gate's -k names them, e.g. fp32 or fp16/wgmma_tma (repeatable; default: "
+                         "every kernel); its resource suite alone, too")
+    history.add_argument("--size", type=types.size, action="append", default=[], help="measure only the square cases "
+                         "of this size, one of the suite's (repeatable; default: every size, and the shape sweep)")
     history.add_argument("--results", type=types.path, default="results",
                          help="asv results directory (default: results)")
     history.add_argument("--html", type=types.path, default="html", help="the site's directory (default: html)")
@@ -43,8 +48,8 @@ PRIOR_AFTER_WITHOUT_SITE_S = 2.0
 
 def cmd_history(args) -> int:
     began = time.monotonic()
-    from ..history.run import (HistoryError, box_shards, charged_sizes, check_catalogue, check_places, check_results,
-                               plan, run, run_sharded, summary)
+    from ..history.run import (HistoryError, box_shards, charged_sizes, check_catalogue, check_gpus, check_places,
+                               check_results, plan, run, run_sharded, select, summary)
     from ..results.confirmations import ConfirmationsError
     from ..results.machine import detect_identity, machine_entry, machine_name, write_machine_file
     from ..site.publish import PublishError, check_site_places
@@ -62,6 +67,7 @@ def cmd_history(args) -> int:
         check_results(results)
         check_catalogue(repo)
         charged_sizes()
+        check_gpus(args.gpus, select(repo, tuple(args.kernel), tuple(args.size)))
         if not args.no_site:  # the watch reads every file of the tree now as it will after the measuring
             check_site_places(repo, results, Path(args.html), args.npm_cache,
                               [WatchPages(results, repo, catalogue.load_catalogue(), [])])
@@ -79,8 +85,9 @@ def cmd_history(args) -> int:
     if not gpu and args.gpus != "1":
         print(f"sgemm history: --gpus {args.gpus} left aside: no GPU here", file=sys.stderr)
     try:
-        chosen = plan(repo, results, machine, gpu, args.first)
-        shards, uuids = box_shards(repo, results, machine, args.gpus) if gpu and args.gpus != "1" else ([], [])
+        chosen = plan(repo, results, machine, gpu, args.first, tuple(args.kernel), tuple(args.size))
+        shards, uuids = box_shards(repo, results, machine, args.gpus, list(chosen.cases)) \
+            if gpu and args.gpus != "1" else ([], [])
     except (HistoryError, PublishError) as exc:
         print(f"sgemm history: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

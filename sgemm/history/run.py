@@ -9,7 +9,9 @@ module chooses what it runs, says beforehand how long that should take, and leav
   point that asv's graphs draw no line through; every later run measures what came since: the branch's commits that
   descend from none already measured here.
 - Cases: the working tree's suite crosses kernels with sizes and precisions, and most combinations are no case; the
-  run names the cases to asv, so that it starts no process for the others.
+  run names the cases to asv, so that it starts no process for the others. `-k` and `--size` narrow them (`select`):
+  the kernels the gate's -k names (sgemm.catalogue.select), at the sizes asked for; only those cases are measured and
+  only their benchmarks run, the resource suite of those kernels alone.
 - Benchmarks: every suite on a GPU box. Without a usable GPU, the resource suite alone (registers, shared memory
   and spills per architecture, compiled by NVRTC with no GPU), and the run says what it left out.
 - GPUs: one, or each commit's cases spread over the box's identical GPUs, one `asv run` per GPU at once, the shards
@@ -39,6 +41,7 @@ from ..measuring.cards import CardsError, choose, visible_cards
 from ..measuring.energy import ENERGY_SIZES_VARIABLE, energy_sizes
 from ..measuring.record import CASES_VARIABLE, MEASURING_PROGRESS_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
 from ..measuring.resources import PROGRESS_VARIABLE
+from ..catalogue import UnknownKernelError
 from ..results import asvsuite, resultstree
 from ..results.asvconf import run_environment, write_asv_config
 from ..words import counted
@@ -73,6 +76,8 @@ class HistoryPlan:
     seconds_per_commit: float | None  # from this machine's newest run, when there is one
     notes: tuple[str, ...] = ()  # what of the request was left aside, and why
     others: tuple[str, ...] = ()  # of `bench`, those that are no case: a sharded run gives them to its first GPU
+    cases: tuple[asvsuite.SuiteCase, ...] = ()  # what a GPU box measures: the suite's, or the selection's
+    selected: str = ""  # -k and --size as asked, in words; empty: the whole suite
 
     @property
     def gpu(self) -> bool:
@@ -89,6 +94,10 @@ class HistoryPlan:
         elif self.commits:
             lines.append("expected: no run of this machine to go by (what a commit took on other boxes: "
                          + ("lab/2026-11-27-cpu-box" if self.left_out else "lab/2026-11-27-history-pairing") + ")")
+        if self.selected:
+            lines.append(f"selected ({self.selected}): " + (f"{counted(len(self.cases), 'case')}, "
+                         f"{counted(len(self.bench), 'benchmark pattern')} for asv" if self.gpu else
+                         "the resource suite of those kernels alone"))
         if self.left_out:
             lines.append(f"recorded here: {RESOURCE_SUITE}")
         lines += [f"left out, no GPU here: {suite}" for suite in self.left_out]
@@ -155,13 +164,17 @@ def charged_sizes() -> tuple[int, ...]:
         raise HistoryError(str(exc)) from exc
 
 
-def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int | None = None) -> HistoryPlan:
+def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int | None = None,
+         kernels: tuple[str, ...] = (), sizes: tuple[int, ...] = ()) -> HistoryPlan:
     """What this box measures now. The commits are listed here and handed to asv as they are, so that what was
     announced is what runs (asv's NEW would also skip commits that other machines of a merged tree measured).
-    `first` (default DEFAULT_FIRST, or DEFAULT_FIRST_WITHOUT_GPU) counts the commits of a machine's first run only."""
+    `first` (default DEFAULT_FIRST, or DEFAULT_FIRST_WITHOUT_GPU) counts the commits of a machine's first run only.
+    `kernels` and `sizes` (-k, --size) narrow the cases (`select`); a commit measured so counts as measured: a later
+    run does not go back to it for the cases it left out."""
     if first is not None and first < 1:
         raise HistoryError(f"--first must be at least 1, got {first}")
     check_catalogue(repo)
+    cases = select(repo, kernels, sizes)
     try:  # every run, or the one left out would be measured again as if it were missing
         found = asvsuite.runs(results_dir, machine, strict=True) if (results_dir / machine).is_dir() else []
     except ValueError as exc:
@@ -181,9 +194,11 @@ def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int | No
                      "commit as a point with no line (--first N for another count)",)
         commits = _git(repo, "rev-list", "--first-parent", f"--max-count={count}", BRANCH).split()
         seconds = None
-    others = tuple(other_patterns(repo) if gpu else resource_patterns(repo))
-    bench = tuple(case_patterns(suite_cases(repo), charged_sizes())) + others if gpu else others
-    return HistoryPlan(machine, tuple(commits), bench, () if gpu else GPU_SUITES, seconds, notes, others)
+    chosen_kernels = {case.kernel for case in cases} if kernels or sizes else None
+    others = tuple(other_patterns(repo, chosen_kernels) if gpu else resource_patterns(repo, chosen_kernels))
+    bench = tuple(case_patterns(cases, charged_sizes())) + others if gpu else others
+    return HistoryPlan(machine, tuple(commits), bench, () if gpu else GPU_SUITES, seconds, notes, others,
+                       tuple(cases) if gpu else (), asked(kernels, sizes))
 
 
 def cuda_site() -> str:
@@ -273,7 +288,7 @@ def run(repo: Path, chosen: HistoryPlan, results_dir: Path, work_dir: Path, bega
         command = _asv_run(chosen, hashes) + ["--config", str(config), "--skip-existing-commits"]
         for pattern in chosen.bench:
             command += ["--bench", pattern]
-        cases = suite_cases(repo) if chosen.gpu else []
+        cases = list(chosen.cases)
         reference = reference_tree(repo, work_dir) if chosen.gpu else None
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         compile_progress = work_dir / "logs" / f"compile-{stamp}.jsonl"
@@ -306,19 +321,22 @@ def case_patterns(cases: list[asvsuite.SuiteCase], charged: tuple[int, ...] = ()
     return [case.pattern(case.tracks(charged)) for case in cases]
 
 
-def resource_patterns(repo: Path) -> list[str]:
-    """asv's --bench expressions for the resource suite's real crosses: each kernel at the architectures it is built
-    for. The suite crosses every kernel with every architecture, and a kernel built for sm_90a alone would start a
-    process for each of the others only to skip it: about 500 processes a commit, some 10 ms each."""
+def resource_patterns(repo: Path, kernels: set[str] | None = None) -> list[str]:
+    """asv's --bench expressions for the resource suite's real crosses: each kernel (of `kernels`, when given) at
+    the architectures it is built for. The suite crosses every kernel with every architecture, and a kernel built for
+    sm_90a alone would start a process for each of the others only to skip it: about 500 processes a commit, some
+    10 ms each."""
     path = repo / "sgemm" / "catalogue.toml"
     tracked = tuple(catalogue.architectures(path))
     return [asvsuite.resource_pattern(kernel.name, kernel.architectures(tracked))
-            for kernel in catalogue.load_catalogue(path, repo / "kernels").values() if not kernel.library]
+            for kernel in catalogue.load_catalogue(path, repo / "kernels").values()
+            if not kernel.library and (kernels is None or kernel.name in kernels)]
 
 
-def other_patterns(repo: Path) -> list[str]:
-    """Every benchmark of a GPU box's run that is not a case: the GPU's facts and the resource suite."""
-    return [GPU_FACTS, *resource_patterns(repo)]
+def other_patterns(repo: Path, kernels: set[str] | None = None) -> list[str]:
+    """Every benchmark of a GPU box's run that is not a case: the GPU's facts and the resource suite (of `kernels`
+    alone, when given)."""
+    return [GPU_FACTS, *resource_patterns(repo, kernels)]
 
 
 def suite_cases(repo: Path) -> list[asvsuite.SuiteCase]:
@@ -329,22 +347,68 @@ def suite_cases(repo: Path) -> list[asvsuite.SuiteCase]:
     return asvsuite.cases_for(list(kernels.values()), None, sweep_kernels, sweep_shapes)
 
 
-def shard_plan(repo: Path, results_dir: Path, machine: str, gpus: list[int]) -> list[Shard]:
-    """The suite's cases over these GPUs, balanced by the costs of the machine's newest run."""
+def select(repo: Path, kernels: tuple[str, ...] = (), sizes: tuple[int, ...] = ()) -> list[asvsuite.SuiteCase]:
+    """The cases a run measures: every case of the working tree's suite, or, with `kernels` (-k: what the gate's -k
+    selects, sgemm.catalogue.select) or `sizes` (--size), those of the kernels named at the square sizes named
+    (either left out: every one). A selection by size is of square cases: the shape sweep's cases have no size and
+    come only with -k alone. HistoryError, before anything is measured, for a pattern that names no kernel, a size
+    the suite does not have, or a size no selected kernel is timed at."""
+    if not kernels and not sizes:
+        return suite_cases(repo)
+    path = repo / "sgemm" / "catalogue.toml"
+    catalogued = catalogue.load_catalogue(path, repo / "kernels")
+    try:
+        chosen = catalogue.select(list(kernels), catalogued)
+    except UnknownKernelError as exc:
+        raise HistoryError(f"-k: {exc.args[0] if exc.args else exc}") from exc
+    suite_sizes = catalogue.default_sizes(path)
+    if unknown := [size for size in sizes if size not in suite_sizes]:
+        raise HistoryError(f"--size {', '.join(map(str, unknown))}: not among the suite's sizes "
+                           f"({', '.join(map(str, suite_sizes))}); the history measures only what the suite has")
+    if untimed := [size for size in sizes if not any(size in kernel.sizes for kernel in chosen)]:
+        named = f"-k {' -k '.join(kernels)}" if kernels else "the suite"
+        raise HistoryError(f"--size {', '.join(map(str, untimed))}: no kernel of {named} is timed at that size "
+                           "(each kernel is timed at the sizes its catalogue entry lists: `sgemm list`)")
+    sweep_kernels, sweep_shapes = catalogue.sweep(path) if not sizes else ([], [])
+    return asvsuite.cases_for(chosen, list(sizes) or None, sweep_kernels, sweep_shapes)
+
+
+def asked(kernels: tuple[str, ...], sizes: tuple[int, ...]) -> str:
+    """-k and --size as given, in words for the run's first lines; empty when neither was."""
+    return " ".join([*(f"-k {pattern}" for pattern in kernels), *(f"--size {size}" for size in sizes)])
+
+
+def check_gpus(requested: str, cases: list[asvsuite.SuiteCase]) -> None:
+    """HistoryError when `--gpus N` asks for more cards than the selection has cases: a card with no case would
+    have nothing to measure (and an `asv run` given no case runs the whole suite)."""
+    if requested.isdigit() and int(requested) > len(cases):
+        raise HistoryError(f"--gpus {requested} with {counted(len(cases), 'case')} selected: each GPU needs a case of "
+                           f"its own; ask for {len(cases)} GPU{'s' if len(cases) != 1 else ''} at most, or select "
+                           "more with -k and --size")
+
+
+def shard_plan(repo: Path, results_dir: Path, machine: str, gpus: list[int],
+               cases: list[asvsuite.SuiteCase] | None = None) -> list[Shard]:
+    """The cases (default: the suite's) over these GPUs, balanced by the costs of the machine's newest run; never
+    more GPUs than cases, every shard holding one at least."""
+    cases = suite_cases(repo) if cases is None else cases
     found = asvsuite.runs(results_dir, machine) if (results_dir / machine).is_dir() else []
-    return assign(recorded_costs(found[-1] if found else None, suite_cases(repo)), gpus)
+    return assign(recorded_costs(found[-1] if found else None, cases), gpus[:max(len(cases), 1)])
 
 
-def box_shards(repo: Path, results_dir: Path, machine: str, requested: str) -> tuple[list[Shard], list[str]]:
-    """The shards for `--gpus` (a number, or 'all': every card this process may use, sgemm.measuring.cards, as the
-    gate's --gpus), each shard's GPU its CUDA index here, and every such card's UUID by that index; HistoryError when
-    the cards cannot give them (no NVML, mixed models, more asked for than this process may use)."""
+def box_shards(repo: Path, results_dir: Path, machine: str, requested: str,
+               cases: list[asvsuite.SuiteCase] | None = None) -> tuple[list[Shard], list[str]]:
+    """The shards of `cases` (default: the suite's) for `--gpus` (a number, or 'all': every card this process may
+    use, sgemm.measuring.cards, as the gate's --gpus; 'all' takes no more cards than there are cases), each shard's GPU
+    its CUDA index here, and every such card's UUID by that index; HistoryError when the cards cannot give them (no
+    NVML, mixed models, more asked for than this process may use)."""
     try:
         cards = visible_cards()
         chosen = choose(cards, requested)
     except CardsError as exc:
         raise HistoryError(f"--gpus {requested}: {exc}") from exc
-    return shard_plan(repo, results_dir, machine, [card.cuda_index for card in chosen]), [card.uuid for card in cards]
+    return (shard_plan(repo, results_dir, machine, [card.cuda_index for card in chosen], cases),
+            [card.uuid for card in cards])
 
 
 def _shard_home(home: Path) -> dict[str, str]:

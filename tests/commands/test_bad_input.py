@@ -309,6 +309,14 @@ KNOWN = [
     ([*HISTORY, "--npm-cache", "{tmp}/no/such/cache"], 2, "--npm-cache {tmp}/no/such/cache: no such folder"),
     ([*HISTORY, "--first", "0"], 2, "--first"),
     (["history", "--repo", "{tmp}", "--dry-run"], 2, "has no asv.conf.json"),
+    # history: the cases selected (-k, --size) checked as the places are
+    ([*HISTORY, "-k", "fp32/nope"], 2, "-k: unknown kernel 'fp32/nope'; did you mean"),
+    ([*HISTORY, "-k", "fp32", "-k", "fp64"], 2, "-k: unknown kernel 'fp64'"),
+    ([*HISTORY, "--size", "333"], 2, "--size 333: not among the suite's sizes"),
+    ([*HISTORY, "--size", "0"], 2, "a size must be at least 1, got 0"),
+    ([*HISTORY, "-k", "fp32", "--size", "8192"], 2, "--size 8192: no kernel of -k fp32 is timed at that size"),
+    ([*HISTORY, "-k", "fp32/warptile", "--size", "4096", "--gpus", "2"], 2,
+     "--gpus 2 with 1 case selected: each GPU needs a case of its own"),
     # machine
     (["machine", "--name", "n" * 65], 2, "a machine name is 1 to 64"),
     (["machine", "--file", "{tmp}/missing/machines.json"], 2, "the folder {tmp}/missing does not exist"),

@@ -340,3 +340,176 @@ def test_the_shards_are_over_the_cards_this_process_may_use(repo, tmp_path, monk
     cards = {None: ["GPU-a", "GPU-b"], "2,1": ["GPU-c", "GPU-b"]}[visible]
     assert [shard.gpu for shard in shards] == expected and uuids == cards
     assert sum(len(shard.cases) for shard in shards) == len(run.suite_cases(ROOT))
+
+
+# --- A selection of cases (-k, --size) ------------------------------------------------------------------------------
+
+HOPPER_AND_FP32 = (("fp32/", "fp16/wgmma_grouped_tma_store"), (4096, 8192))
+
+
+def test_a_selection_runs_the_kernels_asked_for_at_the_sizes_asked_for_and_nothing_else(repo, tmp_path):
+    from sgemm.results.asvsuite import SuiteCase
+
+    kernels, sizes = HOPPER_AND_FP32
+    chosen = run.plan(repo, tmp_path / "results", "box", gpu=True, kernels=kernels, sizes=sizes)
+    fp32 = [name for name in run.catalogue.load_catalogue(repo / "sgemm" / "catalogue.toml", repo / "kernels")
+            if name.startswith("fp32/")]
+    expected = {SuiteCase.square(name, 4096) for name in fp32} | {
+        SuiteCase.square("fp16/wgmma_grouped_tma_store", size) for size in sizes}
+    assert set(chosen.cases) == expected and len(chosen.cases) == len(expected)
+
+    def runs(name: str) -> bool:
+        return any(re.search(pattern, name) for pattern in chosen.bench)
+
+    assert runs("bench_gemm.Gemm.track_time('warptile', 4096, 'fp32')")
+    assert runs("bench_gemm.Gemm.track_round_time('wgmma_grouped_tma_store', 8192, 'fp16')")
+    assert runs("bench_gpu.Gpu.track_sm_count")
+    assert runs("bench_resources.Resources.track_registers('fp32/warptile', 'sm_90')")
+    assert runs("bench_resources.Resources.track_registers('fp16/wgmma_grouped_tma_store', 'sm_90a')")
+    assert not runs("bench_gemm.Gemm.track_time('warptile', 2048, 'fp32')")  # another size
+    assert not runs("bench_gemm.Gemm.track_time('wgmma_grouped_tma_store', 8192, 'bf16')")  # another precision
+    assert not runs("bench_gemm.GemmShapes.track_time('fp32/naive', '256x1024x1024')")  # the sweep has no size
+    assert not runs("bench_resources.Resources.track_registers('fp16/wgmma_tma', 'sm_90a')")  # not selected
+    assert len(chosen.bench) == len(expected) + len(run.other_patterns(repo, {c.kernel for c in expected}))
+    assert any(line.startswith(f"selected (-k fp32/ -k fp16/wgmma_grouped_tma_store --size 4096 --size 8192): "
+                               f"{len(expected)} cases") for line in chosen.describe())
+
+
+def test_kernels_alone_keep_their_sweep_and_every_size(repo, tmp_path):
+    chosen = run.plan(repo, tmp_path / "results", "box", gpu=True, kernels=("fp32/naive",))
+    assert {c.label for c in chosen.cases} == {c.label for c in run.suite_cases(repo) if c.kernel == "fp32/naive"}
+    assert any(c.benchmark == "GemmShapes" for c in chosen.cases)
+    assert run.select(repo) == run.suite_cases(repo)  # nothing asked: the whole suite
+
+
+@pytest.mark.parametrize("kernels, sizes, message", [
+    (("fp32/nope",), (), "-k: unknown kernel 'fp32/nope'"),
+    (("fp16/wgmma",), (), "-k: unknown kernel 'fp16/wgmma'"),  # a name or a prefix ending at '/', as the gate's -k
+    ((), (333,), "--size 333: not among the suite's sizes"),
+    (("fp32",), (8192,), "--size 8192: no kernel of -k fp32 is timed at that size"),
+])
+def test_a_selection_that_selects_nothing_is_refused_before_any_measuring(repo, tmp_path, kernels, sizes, message):
+    with pytest.raises(run.HistoryError, match=re.escape(message)):
+        run.plan(repo, tmp_path / "results", "box", gpu=True, kernels=kernels, sizes=sizes)
+    assert not (tmp_path / "results").exists()
+
+
+def test_no_more_gpus_than_cases(repo):
+    cases = run.select(repo, ("fp32/warptile",), (4096,))
+    run.check_gpus("1", cases)
+    run.check_gpus("all", cases)  # as many cards as there are cases: box_shards takes no more
+    with pytest.raises(run.HistoryError, match=re.escape("--gpus 2 with 1 case selected")):
+        run.check_gpus("2", cases)
+
+
+def test_the_measuring_environment_and_asvs_command_carry_exactly_the_selected_cases(repo, tmp_path, monkeypatch):
+    import json
+
+    from sgemm.measuring.record import CASES_VARIABLE
+
+    kernels, sizes = HOPPER_AND_FP32
+    chosen = run.plan(repo, tmp_path / "results", "box", gpu=True, kernels=kernels, sizes=sizes)
+    given = {}
+
+    def asv(command, log, cwd=None, env=None, **_):
+        given.update(command=command, env=env)
+        return 0, None
+
+    monkeypatch.setattr(run, "follow_asv", asv)
+    monkeypatch.setattr(run, "reference_tree", lambda *_: None)
+    assert run.run(repo, chosen, tmp_path / "results", tmp_path / "work") == 0
+    measured = json.loads(given["env"][CASES_VARIABLE])
+    assert sorted(map(tuple, measured)) == sorted((c.kernel, *c.shape) for c in chosen.cases)
+    command = given["command"]
+    assert [command[i + 1] for i, word in enumerate(command) if word == "--bench"] == list(chosen.bench)
+
+
+class _Started:
+    """What subprocess.Popen started: an `asv run` that ended at once, recording nothing."""
+
+    started: list = []
+
+    def __init__(self, command, env=None, **_):
+        self.command, self.env, self.returncode, self.pid = command, env, 0, 0
+        _Started.started.append(self)
+
+    def poll(self):
+        return 0
+
+
+def test_each_shard_measures_and_runs_its_own_part_of_the_selection_and_together_all_of_it(repo, tmp_path,
+                                                                                           monkeypatch):
+    import json
+
+    from sgemm.measuring.record import CASES_VARIABLE
+
+    kernels, sizes = HOPPER_AND_FP32
+    chosen = run.plan(repo, tmp_path / "results", "box", gpu=True, kernels=kernels, sizes=sizes)
+    shards = run.shard_plan(repo, tmp_path / "results", "box", [0, 1, 2, 3], list(chosen.cases))
+    _Started.started = []
+    monkeypatch.setattr(run.subprocess, "Popen", _Started)
+    monkeypatch.setattr(run, "reference_tree", lambda *_: None)
+    run.run_sharded(repo, chosen, tmp_path / "results", shards, ["GPU-a", "GPU-b", "GPU-c", "GPU-d"],
+                    tmp_path / "work")
+    assert len(_Started.started) == 4
+    measured, patterns = [], []
+    for started in _Started.started:
+        measured += [tuple(case) for case in json.loads(started.env[CASES_VARIABLE])]
+        command = started.command
+        patterns += [command[i + 1] for i, word in enumerate(command) if word == "--bench"]
+    assert sorted(measured) == sorted((c.kernel, *c.shape) for c in chosen.cases)  # each case once
+    assert sorted(patterns) == sorted(chosen.bench)
+
+
+def test_no_shard_is_made_without_a_case(repo, tmp_path):
+    cases = run.select(repo, ("fp16/wgmma_grouped_tma_store",), (8192,))
+    shards = run.shard_plan(repo, tmp_path / "results", "box", [0, 1, 2, 3], cases)
+    assert [len(shard.cases) for shard in shards] == [1]
+
+
+def test_a_selective_run_leaves_every_other_series_recorded_as_it_was(two_gpu_results, asv_virtualenv, tmp_path,
+                                                                      monkeypatch):
+    """A real `asv run` of a synthetic suite, sharded over two GPUs, of two of its cases at a new commit, into the
+    results tree that holds both boxes' runs of the commit before: every file there stays as it was, the new run holds
+    the two cases alone, and benchmarks.json still lists every benchmark (the site draws a series only from it)."""
+    import ast
+    import itertools
+    import json
+
+    from conftest import GpuResultsTree, seed_asv_virtualenv
+
+    from sgemm.history.shards import Shard, _row
+    from sgemm.results.asvsuite import SuiteCase
+
+    box = GpuResultsTree.H200
+    tree = two_gpu_results.copy(tmp_path / "tree")
+    conf = json.loads((tree.repo / "asv.conf.json").read_text())
+    conf.update(environment_type="virtualenv", matrix={}, build_command=[], install_command=[],
+                uninstall_command=[])
+    (tree.repo / "asv.conf.json").write_text(json.dumps(conf))
+    tree.sh("git", "commit", "-qam", "the configuration of a GPU box")
+    for gpu in (0, 1):
+        seed_asv_virtualenv(asv_virtualenv, tmp_path / "work" / f"gpu-{gpu}" / "env")
+    results = tree.results
+    before = {str(p.relative_to(results)): p.read_bytes() for p in results.rglob("*.json")}
+    listed = set(json.loads((results / "benchmarks.json").read_text()))
+    monkeypatch.setenv("HOME", str(tree.home))
+    for name, value in box.environment().items():
+        monkeypatch.setenv(name, value)
+    selected = [SuiteCase.square("fp32/naive", 1024), SuiteCase.square("fp32/cublas", 4096)]
+    shards = [Shard(0, (selected[0],), 1.0), Shard(1, (selected[1],), 1.0)]
+    chosen = run.HistoryPlan(box.machine, (tree.commit,), None, (), None, others=(run.GPU_FACTS,),
+                             cases=tuple(selected))
+    status = run.run_sharded(tree.repo, chosen, results, shards, ["GPU-a", "GPU-b"], tmp_path / "work")
+    assert status == 0, (tmp_path / "work" / "gpu-0" / "asv.log").read_text()[-2000:]
+    after = {str(p.relative_to(results)): p.read_bytes() for p in results.rglob("*.json")}
+    assert {name: data for name, data in after.items() if name in before and name != "benchmarks.json"} == \
+        {name: data for name, data in before.items() if name != "benchmarks.json"}
+    assert set(json.loads((results / "benchmarks.json").read_text())) == listed
+    [new] = [name for name in after if name not in before]
+    assert new.startswith(f"{box.machine}/{tree.commit[:8]}")
+    joined = json.loads((results / new).read_text())
+    row = _row(joined, "bench_gemm.Gemm.track_tflops")
+    combos = [tuple(ast.literal_eval(v) for v in combo) for combo in itertools.product(*row["params"])]
+    measured = {combo for combo, value in zip(combos, row["result"]) if value is not None and value == value}
+    assert measured == {("naive", 1024, "fp32"), ("cublas", 4096, "fp32")}
