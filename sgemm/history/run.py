@@ -41,7 +41,6 @@ from ..measuring.cards import CardsError, choose, visible_cards
 from ..measuring.energy import ENERGY_SIZES_VARIABLE, energy_sizes
 from ..measuring.record import CASES_VARIABLE, MEASURING_PROGRESS_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
 from ..measuring.resources import PROGRESS_VARIABLE
-from ..catalogue import UnknownKernelError
 from ..results import asvsuite, resultstree
 from ..results.asvconf import run_environment, write_asv_config
 from ..words import counted
@@ -359,7 +358,7 @@ def select(repo: Path, kernels: tuple[str, ...] = (), sizes: tuple[int, ...] = (
     catalogued = catalogue.load_catalogue(path, repo / "kernels")
     try:
         chosen = catalogue.select(list(kernels), catalogued)
-    except UnknownKernelError as exc:
+    except catalogue.UnknownKernelError as exc:
         raise HistoryError(f"-k: {exc.args[0] if exc.args else exc}") from exc
     suite_sizes = catalogue.default_sizes(path)
     if unknown := [size for size in sizes if size not in suite_sizes]:
