@@ -13,6 +13,8 @@
 //   <128, 128, 8, 16, 128, 8, 8, 4>    four stages: three slices in flight
 //   <128, 128, 8, 32, 64, 8, 8, 4>     warps of 4 x 8 lanes (32x64): a warp's fragment reads touch 64 + 256 bytes
 //   <128, 128, 16, 32, 64, 8, 8, 4>    the same with BK = 16: half the barriers (for sm_90: 2 blocks of 66 KB an SM)
+//   <128, 128, 8, 32, 128, 16, 8, 4>   16x8 thread tiles: 4 warps of 2 x 16 lanes (32x128), 128 threads, each float4
+//                                      read of A or B feeding twice the FMAs of an 8x8 tile (one block an SM)
 // FEATURES (last parameter, 0 by default: the entries above) adds steps for sm_90 tuning, each one bit:
 //   kBlockSwizzle  blocks are handed out in strips of 16 block rows, column by column inside a strip, so the blocks
 //                  resident at once share rows of A and columns of B in L2 (row order shares only rows of A)
@@ -140,7 +142,7 @@ gemm_async(int M, int N, int K, float alpha, const float* __restrict__ A, int ld
     // This thread's copies of a slice starting at k0 into stage `stage`; whatever is outside the matrices is zeros.
     auto copy_slice = [&](int stage, int k0) {
         const unsigned a_stage = shared_base + stage * Tiling::kStageFloats * 4;
-        const unsigned b_stage = a_stage + BK * A_STRIDE * 4;
+        const unsigned b_stage = a_stage + Tiling::kAFloats * 4;  // row-major A fills BM rows, not BK
         if constexpr (ROW_MAJOR_A) {
 #pragma unroll
             for (int l = 0; l < A_COPIES; ++l) {
