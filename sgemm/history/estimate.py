@@ -5,12 +5,14 @@ planned, in its two phases), each read with the time it was read at.
 asv's percent counts benchmarks (about 34 a commit, each run over every case in a process a case), and the first
 case of the first measures every case while the others only read what it filed: a percent-based estimate is wrong
 by up to 60x. So a commit is taken as three parts:
-- the measuring: cases timed by NVBench, then each paired against its reference build; a phase under way is
-  extrapolated from its own cases so far, from its first case on (the compile before it is left out of its pace),
-  a phase not begun from a prior cost a case (PRIOR_TIMING_S, PRIOR_PAIRING_S); the pairing takes its cases in an
-  order that has nothing to do with their cost (sgemm.measuring.record), so that the first are a fair sample;
-- the readers, the commit's other benchmarks: extrapolated from asv's percent since the measuring ended, or a
-  prior cost a benchmark process (PRIOR_READER_S, a process a case) before that;
+- the measuring: cases timed by NVBench, then each paired against its reference build, then those charged energy
+  (where the history charges any); a phase under way is extrapolated from its own cases so far, from its first
+  case on (the compile before it is left out of its pace), a phase not begun from a prior cost a case
+  (PRIOR_TIMING_S, PRIOR_PAIRING_S; the energy step's own bound, given by the caller); the pairing takes its cases
+  in an order that has nothing to do with their cost (sgemm.measuring.record), so that the first are a fair sample;
+- the readers, the commit's other benchmarks: a prior cost a benchmark process (PRIOR_READER_S, a process a case
+  and benchmark), and once half of them are read, their own pace from asv's percent since the measuring ended
+  (the first benchmarks, over every case, are the longest: an earlier pace overshoots);
 - and the commits after it, each as long as the last whole commit took (or as this one will, before one has ended).
 The priors come from lab/2026-11-27-history-pairing; each is replaced by what this run measures as soon as it can be.
 What the history does after asv (joining shards, the site) is its caller's to add.
@@ -25,8 +27,8 @@ from dataclasses import dataclass, field
 PRIOR_TIMING_S = 0.15  # NVBench's part of a case
 PRIOR_PAIRING_S = 0.6  # a case paired against its reference build
 PRIOR_READER_S = 0.0075  # a benchmark process (one case of one benchmark) that reads what the measuring filed
-MIN_READ_SHARE = 0.02  # of a commit's benchmarks read, before their own rate replaces the prior
-TIMING, PAIRING, DONE = "timing", "pairing", "done"
+MIN_READ_SHARE = 0.5  # of a commit's benchmarks read, before their own pace replaces the prior
+TIMING, PAIRING, ENERGY, DONE = "timing", "pairing", "energy", "done"
 
 TOTAL = re.compile(r"Running (\d+) total benchmarks \((\d+) commits")
 PERCENT = re.compile(r"^\[\s*(\d+(?:\.\d+)?)%\]")
@@ -50,10 +52,11 @@ class MeasuringPhase:
 class RunClock:
     """What one `asv run` said and when: feed it asv's lines and the measuring's records as they come (`now` on one
     clock), ask it `left(now)`. `cases`: the cases the run measures a commit; `pairing`: whether each is also paired
-    against a reference build."""
+    against a reference build; `energy_s`: what charging energy costs a commit at most (0: none is charged)."""
 
     cases: int
     pairing: bool = True
+    energy_s: float = 0.0
     started_at: float = 0.0
     commits: int = 0
     benchmarks: int = 0
@@ -102,16 +105,21 @@ class RunClock:
 
     def _measuring_left(self, now: float) -> float:
         """The measuring's time left in this commit, or all of it when it has not begun."""
-        pairing = self.cases * PRIOR_PAIRING_S if self.pairing else 0.0
         phase = self.phase
         if self.measured_at is not None:
             return 0.0
-        if phase is None:
-            return self.cases * PRIOR_TIMING_S + pairing
-        prior = PRIOR_TIMING_S if phase.name == TIMING else PRIOR_PAIRING_S
-        each = (now - phase.started_at) / phase.done if phase.done else prior
-        left = max(phase.total - phase.done, 0) * each
-        return left + (pairing if phase.name == TIMING else 0.0)
+        # Each phase's prior, in the order the phases run.
+        priors = {TIMING: self.cases * PRIOR_TIMING_S, PAIRING: self.cases * PRIOR_PAIRING_S if self.pairing else 0.0,
+                  ENERGY: self.energy_s}
+        if phase is None or phase.name not in priors:
+            return sum(priors.values())
+        order = list(priors)
+        later = sum(priors[name] for name in order[order.index(phase.name) + 1:])
+        if phase.done:
+            each = (now - phase.started_at) / phase.done
+        else:
+            each = priors[phase.name] / phase.total if phase.total else 0.0
+        return max(phase.total - phase.done, 0) * each + later
 
     def _readers_left(self, now: float) -> float:
         """The time left for this commit's other benchmark processes."""

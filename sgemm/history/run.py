@@ -38,8 +38,9 @@ from .. import catalogue
 from ..atomic import write_atomically
 from ..git import GitError, git
 from ..measuring.cards import CardsError, choose, visible_cards
-from ..measuring.energy import ENERGY_SIZES_VARIABLE, energy_sizes
-from ..measuring.record import CASES_VARIABLE, MEASURING_PROGRESS_VARIABLE, REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE
+from ..measuring.energy import COUNTER_PERIOD_S, ENERGY_SIZES_VARIABLE, cost_per_commit_s, energy_sizes
+from ..measuring.record import (CASES_VARIABLE, HISTORY_ENERGY_SETTINGS, MEASURING_PROGRESS_VARIABLE,
+    REFERENCE_COMMIT_FILE, REFERENCE_VARIABLE)
 from ..measuring.resources import PROGRESS_VARIABLE
 from ..results import asvsuite, resultstree
 from ..results.asvconf import run_environment, write_asv_config
@@ -161,6 +162,13 @@ def charged_sizes() -> tuple[int, ...]:
         return energy_sizes(os.environ.get(ENERGY_SIZES_VARIABLE))
     except ValueError as exc:
         raise HistoryError(str(exc)) from exc
+
+
+def energy_cost_s(cases: list[asvsuite.SuiteCase]) -> float:
+    """What charging energy adds to a commit of these cases at most, for the estimate of the time left: every case
+    at a size SGEMM_ENERGY_SIZES names, at the history's settings (docs/history.md, "Joules per GEMM")."""
+    sizes = charged_sizes()
+    return cost_per_commit_s(sum(case.charged(sizes) for case in cases), HISTORY_ENERGY_SETTINGS, COUNTER_PERIOD_S)
 
 
 def plan(repo: Path, results_dir: Path, machine: str, gpu: bool, first: int | None = None,
@@ -292,7 +300,7 @@ def run(repo: Path, chosen: HistoryPlan, results_dir: Path, work_dir: Path, bega
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         compile_progress = work_dir / "logs" / f"compile-{stamp}.jsonl"
         measuring_progress = work_dir / "logs" / f"measuring-{stamp}.jsonl"
-        clock = RunClock(len(cases), pairing=reference is not None)
+        clock = RunClock(len(cases), pairing=reference is not None, energy_s=energy_cost_s(cases))
         status, _ = follow_asv(command, work_dir / "logs" / f"asv-run-{stamp}.log", cwd=repo,
                                env=_asv_environment(cases, reference, compile_progress, measuring_progress),
                                compile_progress=compile_progress, measuring_progress=measuring_progress,
@@ -508,7 +516,8 @@ def run_sharded(repo: Path, chosen: HistoryPlan, results_dir: Path, shards: list
         with open(log, "w") as out:  # each in a group of its own, ended on Ctrl-C as follow_asv ends one
             process = subprocess.Popen(command, cwd=repo, env=env, stdout=out, stderr=subprocess.STDOUT,
                                        process_group=0)
-        running.append(_ShardRun(shard, log, process, RunClock(len(shard.cases), pairing=reference is not None),
+        running.append(_ShardRun(shard, log, process, RunClock(len(shard.cases), pairing=reference is not None,
+                                                                energy_s=energy_cost_s(list(shard.cases))),
                                  Tail(log), Tail(measuring)))
         print(f"sgemm history: GPU {shard.gpu}: {counted(len(shard.cases), 'case')}, about "
               f"{shard.seconds / 60:.0f} min a commit; asv's output in {log}", file=sys.stderr)

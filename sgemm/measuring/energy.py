@@ -47,6 +47,7 @@ MAX_QUEUED_LAUNCHES = 256
 MIN_AHEAD_BLOCKS = 2
 MAX_BLOCK_LAUNCHES = MAX_QUEUED_LAUNCHES // (MIN_AHEAD_BLOCKS + 1)  # the running block and those ahead of it fit
 POLL_S = 0.002  # the host's pause between top-ups while it waits out the warm-up and the window
+COUNTER_PERIOD_S = 0.1  # NVML's energy counter moves about this often: what each end of a window may wait
 
 
 @dataclass(frozen=True)
