@@ -54,24 +54,27 @@ def test_a_first_run_measures_the_newest_commits_only(repo, tmp_path):
     assert chosen.describe()[1].startswith("expected: no run of this machine to go by")
 
 
+def runs(chosen, name: str) -> bool:
+    """Whether asv, given the plan's --bench patterns, runs the benchmark instance `name`."""
+    return any(re.search(pattern, name) for pattern in chosen.bench)
+
+
 def test_a_gpu_box_runs_every_case_of_the_suite_and_no_combination_that_is_none(repo, tmp_path):
     chosen = run.plan(repo, tmp_path / "results", "box", gpu=True)
 
-    def runs(name: str) -> bool:
-        return any(re.search(pattern, name) for pattern in chosen.bench)
-
-    assert runs("bench_gemm.Gemm.track_time('wgmma_cluster', 8192, 'bf16')")
-    assert runs("bench_gemm.Gemm.track_card('naive', 1024, 'fp32')")
-    assert runs("bench_gemm.GemmShapes.track_time('fp32/naive', '256x1024x1024')")
-    assert runs("bench_gpu.Gpu.track_sm_count")
-    assert runs("bench_resources.Resources.track_registers('fp32/naive', 'sm_90')")
-    assert runs("bench_resources.Resources.track_spill_loads('fp16/wgmma_tma', 'sm_90a')")
-    assert not runs("bench_resources.Resources.track_registers('fp16/wgmma_tma', 'sm_80')")  # built for sm_90a alone
-    assert not runs("bench_resources.Resources.track_registers('fp32/naive', 'sm_90a')")
-    assert not runs("bench_resources.Resources.track_registers('fp32/cublas', 'sm_90')")  # a library call
-    assert not runs("bench_gemm.Gemm.track_time('naive', 8192, 'fp32')")  # not timed at 8192
-    assert not runs("bench_gemm.Gemm.track_time('naive', 1024, 'bf16')")  # no such kernel
-    assert not runs("bench_gemm.Gemm.track_time('wgmma_tma', 2048, 'fp16')")
+    assert runs(chosen, "bench_gemm.Gemm.track_time('wgmma_cluster', 8192, 'bf16')")
+    assert runs(chosen, "bench_gemm.Gemm.track_card('naive', 1024, 'fp32')")
+    assert runs(chosen, "bench_gemm.GemmShapes.track_time('fp32/naive', '256x1024x1024')")
+    assert runs(chosen, "bench_gpu.Gpu.track_sm_count")
+    assert runs(chosen, "bench_resources.Resources.track_registers('fp32/naive', 'sm_90')")
+    assert runs(chosen, "bench_resources.Resources.track_spill_loads('fp16/wgmma_tma', 'sm_90a')")
+    # built for sm_90a alone
+    assert not runs(chosen, "bench_resources.Resources.track_registers('fp16/wgmma_tma', 'sm_80')")
+    assert not runs(chosen, "bench_resources.Resources.track_registers('fp32/naive', 'sm_90a')")
+    assert not runs(chosen, "bench_resources.Resources.track_registers('fp32/cublas', 'sm_90')")  # a library call
+    assert not runs(chosen, "bench_gemm.Gemm.track_time('naive', 8192, 'fp32')")  # not timed at 8192
+    assert not runs(chosen, "bench_gemm.Gemm.track_time('naive', 1024, 'bf16')")  # no such kernel
+    assert not runs(chosen, "bench_gemm.Gemm.track_time('wgmma_tma', 2048, 'fp16')")
     assert len(chosen.bench) == len(run.suite_cases(repo)) + len(run.other_patterns(repo))
 
 
@@ -358,18 +361,15 @@ def test_a_selection_runs_the_kernels_asked_for_at_the_sizes_asked_for_and_nothi
         SuiteCase.square("fp16/wgmma_grouped_tma_store", size) for size in sizes}
     assert set(chosen.cases) == expected and len(chosen.cases) == len(expected)
 
-    def runs(name: str) -> bool:
-        return any(re.search(pattern, name) for pattern in chosen.bench)
-
-    assert runs("bench_gemm.Gemm.track_time('warptile', 4096, 'fp32')")
-    assert runs("bench_gemm.Gemm.track_round_time('wgmma_grouped_tma_store', 8192, 'fp16')")
-    assert runs("bench_gpu.Gpu.track_sm_count")
-    assert runs("bench_resources.Resources.track_registers('fp32/warptile', 'sm_90')")
-    assert runs("bench_resources.Resources.track_registers('fp16/wgmma_grouped_tma_store', 'sm_90a')")
-    assert not runs("bench_gemm.Gemm.track_time('warptile', 2048, 'fp32')")  # another size
-    assert not runs("bench_gemm.Gemm.track_time('wgmma_grouped_tma_store', 8192, 'bf16')")  # another precision
-    assert not runs("bench_gemm.GemmShapes.track_time('fp32/naive', '256x1024x1024')")  # the sweep has no size
-    assert not runs("bench_resources.Resources.track_registers('fp16/wgmma_tma', 'sm_90a')")  # not selected
+    assert runs(chosen, "bench_gemm.Gemm.track_time('warptile', 4096, 'fp32')")
+    assert runs(chosen, "bench_gemm.Gemm.track_round_time('wgmma_grouped_tma_store', 8192, 'fp16')")
+    assert runs(chosen, "bench_gpu.Gpu.track_sm_count")
+    assert runs(chosen, "bench_resources.Resources.track_registers('fp32/warptile', 'sm_90')")
+    assert runs(chosen, "bench_resources.Resources.track_registers('fp16/wgmma_grouped_tma_store', 'sm_90a')")
+    assert not runs(chosen, "bench_gemm.Gemm.track_time('warptile', 2048, 'fp32')")  # another size
+    assert not runs(chosen, "bench_gemm.Gemm.track_time('wgmma_grouped_tma_store', 8192, 'bf16')")  # another precision
+    assert not runs(chosen, "bench_gemm.GemmShapes.track_time('fp32/naive', '256x1024x1024')")  # the sweep has no size
+    assert not runs(chosen, "bench_resources.Resources.track_registers('fp16/wgmma_tma', 'sm_90a')")  # not selected
     assert len(chosen.bench) == len(expected) + len(run.other_patterns(repo, {c.kernel for c in expected}))
     assert any(line.startswith(f"selected (-k fp32/ -k fp16/wgmma_grouped_tma_store --size 4096 --size 8192): "
                                f"{len(expected)} cases") for line in chosen.describe())
