@@ -1,43 +1,56 @@
 // Warp-specialised wgmma GEMM: one warpgroup loads, two compute, through a ring of shared-memory stages guarded by
 // mbarriers. The later steps of the Hopper ladder.
 // Warpgroup 0 gives most of its registers away (setmaxnreg) and one of its threads runs the TMA: for each K step it
-// waits until a stage is empty, arms the stage's "full" barrier with the step's bytes and copies a 128 x 64 tile of A
+// waits until a stage is empty, arms the stage's "full" barrier with the step's bytes and copies a BM x 64 tile of A
 // and a 64 x 256 tile of B into it. Warpgroups 1 and 2 take the registers (each holds a 64 x 256 FP32 accumulator:
-// 128 per thread), wait until a stage is full, issue four m64n256k16 wgmmas on their half of the A tile and all of B,
+// 128 per thread), wait until a stage is full, issue four m64n256k16 wgmmas on 64 rows of the A tile and all of B,
 // and keep those in flight while they hand the previous stage back on its "empty" barrier. Waits are mbarrier parity
 // waits: a thread tracks the phase of each slot it passes, with no arrival tokens to keep.
 // The block walks tiles work = blockIdx / CLUSTER_M, + gridDim / CLUSTER_M, ...: one tile with the grid one block
 // per tile, several with a persistent grid (as many blocks as the GPU holds at once), where the loader starts on
 // the next tile while the compute warpgroups write this one out.
-// STAGES      slots in the ring (48 KB each).
+// STAGES      slots in the ring (48 KB each; 40 KB with kPingPong).
 // CLUSTER_M   blocks per cluster, on tiles stacked in M that share their tile of B: each block copies 1 / CLUSTER_M
 //             of it and the TMA multicasts it into every block of the cluster; a slot is empty once the compute
-//             warpgroups of every block have released it.
+//             warpgroups of every block that read it have released it.
 // FEATURES
 //   kGroupedOrder  tiles are walked down a group of 8 cluster rows before moving right, so the blocks running at
 //                  once share rows of A and columns of B in L2, instead of sweeping whole rows of C.
 //   kTmaStore      the epilogue writes C through shared memory, 64 x 32 FP32 (one swizzled 128-byte row per row of
 //                  C) at a time in two alternating buffers per warpgroup, each sent by one TMA store.
-// Catalogue (BM x BN x BK = 128 x 256 x 64; 384 threads):
-//   <T, 2, 1, 0>                          two slots                                  wgmma_specialized
-//   <T, 4, 1, 0>                          four slots                                 wgmma_pipelined
+//   kPingPong      the compute warpgroups stop sharing a 128 x 256 tile (BM = 64): each takes every other 64 x 256
+//                  tile of the block whole, and they take turns, ordered by mbarriers: one issues its tile's
+//                  wgmmas while the other drains and writes its previous one, so the tensor cores do not wait out
+//                  an epilogue. Their epilogues take turns too and share one pair of store buffers (16 KB), which
+//                  makes room for a fifth 40 KB stage. The price: a K step now brings 40 KB per 64 x 256 tile
+//                  instead of 48 KB per 128 x 256, 1.67 times the bytes of A and B per FLOP into shared memory
+//                  (1.5 times from L2 with B multicast over 2 blocks); whether the hidden epilogue outweighs that is
+//                  for a measurement to tell.
+// Catalogue (BN x BK = 256 x 64; 384 threads):
+//   <T, 2, 1, 0>                          BM 128, two slots                          wgmma_specialized
+//   <T, 4, 1, 0>                          BM 128, four slots                         wgmma_pipelined
 //   <T, 4, 1, 0>, persistent grid                                                    wgmma_persistent
 //   <T, 4, 2, 0>, persistent grid         2-block clusters, B multicast              wgmma_cluster
 //   <T, 4, 2, kGroupedOrder | kTmaStore>, persistent grid                             wgmma_grouped_tma_store
+//   <T, 5, 2, kGroupedOrder | kTmaStore | kPingPong>, persistent grid; BM 64         wgmma_pingpong
 // Every instantiation takes the descriptor of C; only kTmaStore reads it. The launch takes threads, tile, cluster,
 // shared memory and TMA boxes from gemm_wgmma_specialized_geometry.
-// Shapes: M a multiple of 128 * CLUSTER_M, N of 256, K of 64; row strides multiples of 8 elements (the TMA's 16-byte
-// stride rule). Needs sm_90a (compute capability 9.0 exactly).
-// Ladder: builds on wgmma_tma_wide.
+// Shapes: M a multiple of BM * CLUSTER_M (128 * CLUSTER_M; 64 * CLUSTER_M with kPingPong), N of 256, K of 64; row
+// strides multiples of 8 elements (the TMA's 16-byte stride rule). Needs sm_90a (compute capability 9.0 exactly).
+// Ladder: builds on wgmma_tma_wide; wgmma_pingpong on wgmma_grouped_tma_store.
 #include "common.cuh"
 #include "hopper.cuh"
 
-constexpr unsigned kGroupedOrder = 1, kTmaStore = 2;
+constexpr unsigned kGroupedOrder = 1, kTmaStore = 2, kPingPong = 4;
 
 template <typename T, int STAGES, unsigned FEATURES>
 struct RingLayout {
-    static constexpr int kBM = 128, kBN = 256, kBK = 64;
+    static constexpr bool kTakesTurns = (FEATURES & kPingPong) != 0;
+    // A compute warpgroup's tile is 64 x 256 either way: side by side in one 128-row block tile, or with kPingPong
+    // one 64-row tile each, so that a stage holds the A rows of the one warpgroup that reads it.
+    static constexpr int kBM = kTakesTurns ? 64 : 128, kBN = 256, kBK = 64;
     static constexpr int kConsumers = 2;
+    static constexpr int kSlotReaders = kTakesTurns ? 1 : kConsumers;  // compute warpgroups of a block per slot
     static constexpr int kThreads = (1 + kConsumers) * kWarpgroupThreads;
     static constexpr int kChunkCols = 64;  // B's tile is copied in chunks of 64 columns: one 128-byte swizzle row
     static constexpr int kChunks = kBN / kChunkCols;
@@ -48,9 +61,15 @@ struct RingLayout {
     static constexpr int kStoreCols = kSwizzleBytes / 4;  // FP32 columns per TMA store: one swizzled row
     static constexpr int kStoreRows = 64;  // a compute warpgroup's rows of C
     static constexpr int kStoreElements = kStoreRows * kStoreCols;
-    static constexpr int kStoreBytes = (FEATURES & kTmaStore) ? kConsumers * 2 * kStoreElements * 4 : 0;
+    // Two store buffers per compute warpgroup; with kPingPong one pair for both, since their epilogues take turns:
+    // the 16 KB saved holds a fifth stage.
+    static constexpr int kStoreBuffers = (FEATURES & kTmaStore) ? (kTakesTurns ? 2 : kConsumers * 2) : 0;
+    static constexpr int kStoreBytes = kStoreBuffers * kStoreElements * 4;
     static constexpr int kBarrierOffset = STAGES * kStageBytes + kStoreBytes;
-    static constexpr int kSharedBytes = kBarrierOffset + 2 * STAGES * 8;  // + a full and an empty barrier a slot
+    // With kPingPong, each compute warpgroup has a barrier for its turn at the wgmmas and one for its turn at the
+    // epilogue.
+    static constexpr int kTurnBarriers = kTakesTurns ? 2 * kConsumers : 0;
+    static constexpr int kSharedBytes = kBarrierOffset + (2 * STAGES + kTurnBarriers) * 8;  // + full, empty a slot
     // Registers per thread after setmaxnreg: the loader's 128 threads keep few, the 256 compute threads the rest of
     // the 64K register file (128 x 40 + 256 x 232 = 64,512).
     static constexpr int kLoaderRegisters = 40, kComputeRegisters = 232;
@@ -105,7 +124,7 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
                            float* C, int ldc, const __grid_constant__ TensorMap a_map,
                            const __grid_constant__ TensorMap b_map, const __grid_constant__ TensorMap c_map) {
     using L = RingLayout<T, STAGES, FEATURES>;
-    static_assert((FEATURES & ~(kGroupedOrder | kTmaStore)) == 0, "unknown feature bit");
+    static_assert((FEATURES & ~(kGroupedOrder | kTmaStore | kPingPong)) == 0, "unknown feature bit");
     static_assert(L::kChunks % CLUSTER_M == 0, "the blocks of a cluster split B's column chunks evenly");
     constexpr int kBM = L::kBM, kBN = L::kBN, kBK = L::kBK;
     constexpr LaunchGeometry kStated = gemm_wgmma_specialized_geometry<T, STAGES, CLUSTER_M, FEATURES>;
@@ -125,13 +144,25 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
     }
     auto* full = reinterpret_cast<unsigned long long*>(shared + L::kBarrierOffset);
     auto* empty = full + STAGES;
+    auto* mma_turn = empty + STAGES;  // kPingPong: completes a phase each time a compute warpgroup may issue wgmmas
+    auto* epilogue_turn = mma_turn + L::kConsumers;  // and each time it may write C through the store buffers
     const unsigned rank = CLUSTER_M > 1 ? cluster_rank() : 0;
     const int warpgroup = threadIdx.x / kWarpgroupThreads;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbarrier_init(&full[s], 1);  // the loader's arrival, plus the stage's bytes
-            mbarrier_init(&empty[s], L::kConsumers * CLUSTER_M);  // every compute warpgroup of the cluster
+            mbarrier_init(&empty[s], L::kSlotReaders * CLUSTER_M);  // the cluster's warpgroups that read it
+        }
+        if constexpr (L::kTakesTurns) {
+            for (int c = 0; c < L::kConsumers; ++c) {
+                mbarrier_init(&mma_turn[c], 1);  // one arrival: thread 0 of the warpgroup whose turn ends
+                mbarrier_init(&epilogue_turn[c], 1);
+            }
+            // Warpgroup 1 has the first turns: each warpgroup then waits for phase j of its barriers before its
+            // j-th tile.
+            mbarrier_arrive(&mma_turn[0]);
+            mbarrier_arrive(&epilogue_turn[0]);
         }
         fence_barrier_init();
     }
@@ -196,16 +227,41 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
         int stage = 0, store_buffer = 0;
         unsigned phase = 0;
         float acc[kBN / 2];
-        for (int work = first_work; work < work_count; work += work_stride) {
+        // Without kPingPong both warpgroups take every tile of the block, each its 64 rows: they compute together,
+        // then both write C while the tensor cores wait for the next tile's first wgmmas. With kPingPong they take
+        // the block's tiles in turn (warpgroup 1 the first, 2 the second, ...), each a whole 64-row tile: while one
+        // issues its tile's wgmmas, the other drains and writes its last one, so the tensor cores work on through
+        // every epilogue. The loader fills the ring in tile order, so a warpgroup steps its ring position over the
+        // other's K steps. A turn passes on an mbarrier: the wgmma turn once the warpgroup has issued its tile (it
+        // has then seen every slot it read filled, so the other's parity wait for the next fill of such a slot
+        // cannot be met by a fill two phases old), the epilogue turn once its stores have read the shared buffers.
+        constexpr bool kTurns = L::kTakesTurns;
+        const int a_row = kTurns ? 0 : consumer * 64;  // where the warpgroup's rows start in a stage's A tile
+        const int other = 1 - consumer;
+        unsigned turn = 0;  // kPingPong: the parity of this warpgroup's next phase of mma_turn and epilogue_turn
+        auto skip_tile = [](int& at_stage, unsigned& at_phase, int steps) {  // past the other warpgroup's K steps
+            at_stage += steps % STAGES;
+            at_phase ^= (steps / STAGES) & 1;
+            if (at_stage >= STAGES) {
+                at_stage -= STAGES;
+                at_phase ^= 1;
+            }
+        };
+        if constexpr (kTurns) {
+            if (consumer == 1) skip_tile(stage, phase, k_steps);
+        }
+        for (int work = first_work + (kTurns ? consumer * work_stride : 0); work < work_count;
+             work += (kTurns ? L::kConsumers : 1) * work_stride) {
             const TileOfWork tile = tile_of<FEATURES>(work, cluster_rows, tiles_n);
-            const int m0 = (tile.cluster_row * CLUSTER_M + rank) * kBM + consumer * 64, n0 = tile.col * kBN;
+            const int m0 = (tile.cluster_row * CLUSTER_M + rank) * kBM + a_row, n0 = tile.col * kBN;
 #pragma unroll
             for (int i = 0; i < kBN / 2; ++i) acc[i] = 0.0f;
+            if constexpr (kTurns) mbarrier_wait(&mma_turn[consumer], turn);
             int previous = -1;
             for (int k = 0; k < k_steps; ++k) {
                 mbarrier_wait(&full[stage], phase);
                 const unsigned char* slot = shared + stage * L::kStageBytes;
-                const T* a_slab = reinterpret_cast<const T*>(slot) + consumer * 64 * kBK;
+                const T* a_slab = reinterpret_cast<const T*>(slot) + a_row * kBK;
                 const T* b_tile = reinterpret_cast<const T*>(slot + L::kABytes);
                 hold_registers(acc);
                 wgmma_fence();
@@ -225,9 +281,13 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
                     phase ^= 1;
                 }
             }
+            if constexpr (kTurns) {
+                if (thread == 0) mbarrier_arrive(&mma_turn[other]);  // its wgmmas queue behind this tile's last ones
+            }
             wgmma_wait<0>();
             hold_registers(acc);
             if (previous >= 0) release(previous);
+            if constexpr (kTurns) mbarrier_wait(&epilogue_turn[consumer], turn);
 
             if constexpr ((FEATURES & kTmaStore) == 0) {
 #pragma unroll
@@ -237,8 +297,9 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
                     store_epilogue2(c + 8 * ldc, acc[4 * j + 2], acc[4 * j + 3], alpha, beta);
                 }
             } else {
+                // Two buffers of each warpgroup's own; with kPingPong one pair that the epilogue turn passes on.
                 float* buffers = reinterpret_cast<float*>(shared + STAGES * L::kStageBytes) +
-                                 consumer * 2 * L::kStoreElements;
+                                 (kTurns ? 0 : consumer * 2 * L::kStoreElements);
 #pragma unroll
                 for (int q = 0; q < kBN / L::kStoreCols; ++q) {
                     float* buffer = buffers + store_buffer * L::kStoreElements;
@@ -264,6 +325,14 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
                     if (thread == 0) tma_store(&c_map, buffer, n0 + q * L::kStoreCols, m0);
                     store_buffer ^= 1;
                 }
+            }
+            if constexpr (kTurns) {
+                if (thread == 0) {
+                    if constexpr ((FEATURES & kTmaStore) != 0) tma_store_wait_read<0>();  // the other writes them next
+                    mbarrier_arrive(&epilogue_turn[other]);
+                }
+                turn ^= 1;
+                skip_tile(stage, phase, k_steps);
             }
         }
         if constexpr ((FEATURES & kTmaStore) != 0) {
