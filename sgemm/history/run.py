@@ -164,10 +164,9 @@ def charged_sizes() -> tuple[int, ...]:
         raise HistoryError(str(exc)) from exc
 
 
-def energy_cost_s(cases: list[asvsuite.SuiteCase]) -> float:
+def energy_cost_s(cases: list[asvsuite.SuiteCase], sizes: tuple[int, ...]) -> float:
     """What charging energy adds to a commit of these cases at most, for the estimate of the time left: every case
-    at a size SGEMM_ENERGY_SIZES names, at the history's settings (docs/history.md, "Joules per GEMM")."""
-    sizes = charged_sizes()
+    at one of the charged `sizes`, at the history's settings (docs/history.md, "Joules per GEMM")."""
     return cost_per_commit_s(sum(case.charged(sizes) for case in cases), HISTORY_ENERGY_SETTINGS, COUNTER_PERIOD_S)
 
 
@@ -300,7 +299,7 @@ def run(repo: Path, chosen: HistoryPlan, results_dir: Path, work_dir: Path, bega
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         compile_progress = work_dir / "logs" / f"compile-{stamp}.jsonl"
         measuring_progress = work_dir / "logs" / f"measuring-{stamp}.jsonl"
-        clock = RunClock(len(cases), pairing=reference is not None, energy_s=energy_cost_s(cases))
+        clock = RunClock(len(cases), pairing=reference is not None, energy_s=energy_cost_s(cases, charged_sizes()))
         status, _ = follow_asv(command, work_dir / "logs" / f"asv-run-{stamp}.log", cwd=repo,
                                env=_asv_environment(cases, reference, compile_progress, measuring_progress),
                                compile_progress=compile_progress, measuring_progress=measuring_progress,
@@ -498,6 +497,7 @@ def run_sharded(repo: Path, chosen: HistoryPlan, results_dir: Path, shards: list
     hashes = work_dir / "commits"
     hashes.write_text("\n".join(chosen.commits) + "\n")
     reference = reference_tree(repo, work_dir)
+    charged = charged_sizes()
     running = []
     for shard in shards:
         folder = work_dir / f"gpu-{shard.gpu}"
@@ -506,7 +506,7 @@ def run_sharded(repo: Path, chosen: HistoryPlan, results_dir: Path, shards: list
         config = write_asv_config(repo, folder / "asv.conf.json", results_dir=folder / "results",
                                   env_dir=folder / "env", html_dir=folder / "html")
         command = _asv_run(chosen, hashes) + ["--config", str(config)]
-        patterns = case_patterns(list(shard.cases), charged_sizes())
+        patterns = case_patterns(list(shard.cases), charged)
         for pattern in patterns + (list(chosen.others) if shard is shards[0] else []):
             command += ["--bench", pattern]
         log, measuring = folder / "asv.log", folder / "measuring.jsonl"
@@ -517,7 +517,7 @@ def run_sharded(repo: Path, chosen: HistoryPlan, results_dir: Path, shards: list
             process = subprocess.Popen(command, cwd=repo, env=env, stdout=out, stderr=subprocess.STDOUT,
                                        process_group=0)
         running.append(_ShardRun(shard, log, process, RunClock(len(shard.cases), pairing=reference is not None,
-                                                                energy_s=energy_cost_s(list(shard.cases))),
+                                                                energy_s=energy_cost_s(list(shard.cases), charged)),
                                  Tail(log), Tail(measuring)))
         print(f"sgemm history: GPU {shard.gpu}: {counted(len(shard.cases), 'case')}, about "
               f"{shard.seconds / 60:.0f} min a commit; asv's output in {log}", file=sys.stderr)
