@@ -6,7 +6,10 @@ idle between blocks, read from the blocks' events, which must stay under IDLE_SH
 
 Usage, from the repository root, on a GPU box (a few minutes; one line of JSON a case, then the verdict):
     python -m tools.acceptance.timer_bias [--processes 20] [--case fp16/wgmma_grouped_tma_store:8192]
-                                          [--case fp32/warptile:4096] [--out FILE.json]
+                                          [--case fp32/warptile:4096] [--seconds S] [--out FILE.json]
+--seconds S times each process's round for S seconds instead of until the round's own stopping rule: the same blocks,
+flush and places, more pairs. A bias does not shrink with more pairs; the sampling spread of each process does, and
+each line's `half_width` (the round's own 95% interval) says how much of the processes' spread is sampling.
 Exit status: 0 every case passed; 1 a case was biased or left the GPU idle; 2 it could not run (no GPU, a kernel
 that fails). A process is `python -m tools.acceptance.timer_bias --one KERNEL SIZE`, which prints one line of JSON.
 """
@@ -65,30 +68,36 @@ def judge(case: str, log_ratios: list[float], idle_shares: list[float], bound: f
     return Verdict(case, n, mean, low, high, idle, not problems, "; ".join(problems) or "unbiased within the bound")
 
 
-def one_process(kernel_name: str, size: int) -> dict:
-    """One round of the A/A pair in this process: its ratio, log ratio, pairs and idle share."""
+def one_process(kernel_name: str, size: int, seconds: float | None = None) -> dict:
+    """One round of the A/A pair in this process (`seconds` long where given): its ratio, log ratio, its own
+    interval's half width in log ratio, pairs and idle share."""
+    from dataclasses import replace
+
     from sgemm.catalogue import load_catalogue
     from sgemm.measuring.ab import Build, measure
     from sgemm.measuring.telemetry import CardReadings
     from sgemm.rounds.session import ROUND_SETTINGS
 
+    settings = ROUND_SETTINGS if seconds is None else replace(ROUND_SETTINGS, min_s=seconds, max_s=seconds)
     kernel = load_catalogue()[kernel_name]
-    result = measure([Build("base", kernel), Build("head", kernel)], size, size, size, ROUND_SETTINGS,
-                     CardReadings.of(0))
+    result = measure([Build("base", kernel), Build("head", kernel)], size, size, size, settings, CardReadings.of(0))
     timing = result.timing
+    low, high = timing.interval()
     return {"case": f"{kernel_name}:{size}", "ratio": result.ratio(), "log_ratio": math.log(result.ratio()),
-            "pairs": timing.pairs, "idle_share": timing.idle_share, "method": timing.method,
+            "half_width": (math.log(high) - math.log(low)) / 2, "pairs": timing.pairs,
+            "idle_share": timing.idle_share, "method": timing.method,
             # where an idle GPU's time went: the blocks' size, and many short waits or a few stalls
             "launches_per_block": timing.launches_per_block, "counted_s": timing.counted_s,
             "long_gaps": timing.gaps, "longest_gap_s": timing.longest_gap_s}
 
 
-def run_case(case: str, processes: int) -> tuple[list[dict], str | None]:
+def run_case(case: str, processes: int, seconds: float | None = None) -> tuple[list[dict], str | None]:
     """The case in `processes` processes, one after another; the lines they printed, or why one failed."""
     kernel, _, size = case.partition(":")
     lines = []
     for _ in range(processes):
-        done = subprocess.run([*ONE_PROCESS, kernel, size], capture_output=True, text=True)
+        command = [*ONE_PROCESS, kernel, size] + ([] if seconds is None else ["--seconds", str(seconds)])
+        done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             return lines, f"a process exited {done.returncode}: {last}"
@@ -101,19 +110,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--one", nargs=2, metavar=("KERNEL", "SIZE"), help=argparse.SUPPRESS)
     parser.add_argument("--processes", type=int, default=PROCESSES)
+    parser.add_argument("--seconds", type=float, help="each process's round this long (default: its stopping rule)")
     parser.add_argument("--case", action="append", help="KERNEL:SIZE (repeatable)")
     parser.add_argument("--out", type=Path, help="also write the verdicts here, as JSON")
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(one_process(args.one[0], int(args.one[1]))))
+        print(json.dumps(one_process(args.one[0], int(args.one[1]), args.seconds)))
         return 0
     cases = args.case or list(DEFAULT_CASES)
     if bad := [case for case in cases if not case.partition(":")[2].isdigit()]:
         print(f"timer_bias: --case {bad[0]}: expected KERNEL:SIZE, e.g. fp32/warptile:4096", file=sys.stderr)
         return 2
+    if args.seconds is not None and not args.seconds > 0:
+        print(f"timer_bias: --seconds {args.seconds:g}: expected a positive number of seconds", file=sys.stderr)
+        return 2
     verdicts = []
     for case in cases:
-        lines, failed = run_case(case, args.processes)
+        lines, failed = run_case(case, args.processes, args.seconds)
         if failed:
             print(f"timer_bias: {case}: {failed}", file=sys.stderr)
             return 2

@@ -57,3 +57,16 @@ def test_a_process_that_fails_stops_the_run_with_status_2(monkeypatch, capsys):
 
 def test_a_case_without_a_size_is_refused():
     assert timer_bias.main(["--case", "fp32/warptile"]) == 2
+
+
+def test_seconds_reach_every_process_and_a_length_that_is_not_positive_is_refused(monkeypatch, tmp_path, capsys):
+    # The stand-in process prints its own arguments back: each must carry `--seconds 16`.
+    script = tmp_path / "one.py"
+    script.write_text("import json, sys\n"
+                      "print(json.dumps({'argv': sys.argv[1:], 'log_ratio': 0.0, 'idle_share': 0.0}))\n")
+    monkeypatch.setattr(timer_bias, "ONE_PROCESS", (sys.executable, str(script)))
+    timer_bias.main(["--processes", "2", "--case", "fp32/warptile:4096", "--seconds", "16"])
+    argvs = [json.loads(line)["argv"] for line in capsys.readouterr().out.splitlines() if '"argv"' in line]
+    assert argvs == [["fp32/warptile", "4096", "--seconds", "16.0"]] * 2
+    assert timer_bias.main(["--case", "fp32/warptile:4096", "--seconds", "0"]) == 2
+    assert "expected a positive number of seconds" in capsys.readouterr().err
