@@ -11,16 +11,19 @@
 #   4  the common.cuh edit gated at 4096 on one card;
 #   tile  the tile-order change alone, gated with default options on card ${CARD:-0} (the rest of the box left to
 #      other work);
-#   aa  one A/A gate of the Hopper ladder at 8192, timing forced, on card ${CARD:-0}, cut at ${AA_LIMIT_S:-450} s.
+#   aa  one A/A gate of the Hopper ladder at 8192, timing forced, on card ${CARD:-0}, cut at ${AA_LIMIT_S:-450} s;
+#      two may run at once, on two cards (CARD names each one's folders);
+#   aa-all  the same gate with --gpus all over the cards ${CARDS:-0,1,2,3}.
 # Phases 2 to 4 judge with the noise file main holds: commit phase 1's noise.json to noise/ first.
 # Run from the repository root with .whl (the offline wheelhouse) and .bundle/main.bundle carried
 # (`git bundle create .bundle/main.bundle main`). Everything lands in $OUT/phaseN.tar.gz and $OUT/summary.txt.
 set -uo pipefail
-phase=${1:?usage: run.sh 1|2|3|4|tile|aa}
+phase=${1:?usage: run.sh 1|2|3|4|tile|aa|aa-all}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 src=$PWD
-keep=/tmp/keep-$phase  # each phase its own, so that two may run at once
+run_id=$phase${CARD:+-$CARD}
+keep=/tmp/keep-$run_id  # each phase (and card) its own, so that two may run at once
 mkdir -p "$keep"
 ls .whl/*.whl | grep -v -e numpy- -e nvidia_ml_py- | xargs python3 -m pip install -q --no-index --no-deps \
     --no-compile --target /tmp/site 2>/dev/null
@@ -31,7 +34,7 @@ nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.d
     --format=csv | tee -a "$OUT/summary.txt"
 
 # The scratch repository: main as carried, and on top of it one commit per edit (each a branch of its own).
-repo=/tmp/repo-$phase
+repo=/tmp/repo-$run_id
 rm -rf $repo && git clone -q "$src/.bundle/main.bundle" $repo && cd $repo && git checkout -q -B main origin/main
 base=$(git rev-parse HEAD)
 say "main at $base"
@@ -57,7 +60,7 @@ for old, new in (('beta * *c;', 'beta * __ldcs(c);'),
 p.write_text(t)")
 git checkout -q main
 for name in main tile common; do  # source trees for the independent timer
-    mkdir -p /tmp/trees-$phase/$name && git archive "$name" | tar -x -C /tmp/trees-$phase/$name
+    mkdir -p /tmp/trees-$run_id/$name && git archive "$name" | tar -x -C /tmp/trees-$run_id/$name
 done
 say "commits: aa $aa, tile $tile, spin $spin, common $common"
 # The Hopper ladder's 14 cases at 8192 and the two cuBLAS controls, by name: `-k fp16` is the whole precision, which
@@ -73,13 +76,13 @@ done
 gate() {  # gate NAME CARDS HEAD ARGS...: `sgemm gate main HEAD ARGS` on CUDA_VISIBLE_DEVICES=CARDS, timed, cut at $limit s
     local name=$1 cards=$2 head=$3; shift 3
     local started=$SECONDS
-    CUDA_VISIBLE_DEVICES=$cards timeout "${limit:-540}" python3 -m sgemm gate "$base" "$head" --work /tmp/work-$phase-$name \
+    CUDA_VISIBLE_DEVICES=$cards timeout "${limit:-540}" python3 -m sgemm gate "$base" "$head" --work /tmp/work-$run_id-$name \
         --report $keep/$name.md "$@" > $keep/$name.log 2>&1
     local status=$?
     say "gate $name (cards $cards; $*): exit $status after $((SECONDS - started)) s: $(tail -n 1 $keep/$name.log)"
 }
 events() {  # events CARD TREE_B KERNEL SIZE: the independent cold-L2 timer, main's tree against TREE_B
-    CUDA_VISIBLE_DEVICES=$1 timeout 90 python3 -m tools.acceptance.ab_events /tmp/trees-$phase/main /tmp/trees-$phase/$2 "$3" "$4" \
+    CUDA_VISIBLE_DEVICES=$1 timeout 90 python3 -m tools.acceptance.ab_events /tmp/trees-$run_id/main /tmp/trees-$run_id/$2 "$3" "$4" \
         --flush-l2 >> $keep/events.jsonl 2>> $keep/events.err
     say "events $2 $3 $4: $(tail -n 1 $keep/events.jsonl | cut -c1-160)"
 }
@@ -91,7 +94,7 @@ case $phase in
             --rounds 4 --max-rounds 4 --extra-rounds 0
         limit=190 gate noise-8192 1,2,3 "$aa" "${hopper[@]}" --size 8192 --no-sweep --time-unchanged --gpus all \
             --rounds 8 --max-rounds 8 --extra-rounds 0
-        python3 -m sgemm noise --rounds /tmp/work-$phase-noise-4096 --rounds /tmp/work-$phase-noise-8192 \
+        python3 -m sgemm noise --rounds /tmp/work-$run_id-noise-4096 --rounds /tmp/work-$run_id-noise-8192 \
             --machine nvidia-h100-80gb-hbm3 --out $keep/noise.json > $keep/noise.log 2>&1
         say "noise: exit $?: $(tail -n 2 $keep/noise.log)"
         cp $keep/noise.json "$OUT/noise.json"
@@ -145,6 +148,10 @@ tile)
 aa)
     limit=${AA_LIMIT_S:-450} gate aa-card"${CARD:-0}" "${CARD:-0}" "$aa" "${hopper[@]}" --size 8192 --no-sweep \
         --time-unchanged
+    ;;
+aa-all)
+    limit=${AA_LIMIT_S:-450} gate aa-all "${CARDS:-0,1,2,3}" "$aa" "${hopper[@]}" --size 8192 --no-sweep \
+        --time-unchanged --gpus all
     ;;
 esac
 tar -czf "$OUT/phase$phase.tar.gz" -C $keep .
