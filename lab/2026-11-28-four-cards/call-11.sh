@@ -25,5 +25,6 @@ for job in aa0 aa1 aa-all; do
     tar -czf "$OUT/$job.tar.gz" -C $jobs "$job"
 done
 for job in aa0 aa1 aa-all; do
-    echo "== $job"; grep -h ' gate ' $jobs/$job/summary.txt | cut -c1-40; grep -h '^## GEMM gate\|^- Base' /tmp/keep-*/*.md
+    echo "== $job"; grep -h ' gate ' $jobs/$job/summary.txt | sed 's/ (cards.*): exit/: exit/'
 done
+for report in /tmp/keep-*/*.md; do echo "== $report"; grep -h -e '^## GEMM gate' -e '^- Base' "$report"; done
