@@ -49,7 +49,7 @@ from ..writable import folder_problem
 from . import recorded
 from .estimate import RunClock
 from .progress import Tail, describe_parts, end_group, follow_asv, minutes
-from .shards import Shard, assign, recorded_costs, write_joined
+from .shards import Shard, assign, non_case_seconds, recorded_costs, write_joined
 
 DEFAULT_FIRST = 1
 DEFAULT_FIRST_WITHOUT_GPU = 3
@@ -395,11 +395,12 @@ def check_gpus(requested: str, cases: list[asvsuite.SuiteCase]) -> None:
 
 def shard_plan(repo: Path, results_dir: Path, machine: str, gpus: list[int],
                cases: list[asvsuite.SuiteCase] | None = None) -> list[Shard]:
-    """The cases (default: the suite's) over these GPUs, balanced by the costs of the machine's newest run; never
-    more GPUs than cases, every shard holding one at least."""
+    """The cases (default: the suite's) over these GPUs, balanced by the costs of the machine's newest run (the
+    first GPU's suites that are no case among them); never more GPUs than cases, every shard holding one at least."""
     cases = suite_cases(repo) if cases is None else cases
     found = asvsuite.runs(results_dir, machine) if (results_dir / machine).is_dir() else []
-    return assign(recorded_costs(found[-1] if found else None, cases), gpus[:max(len(cases), 1)])
+    newest = found[-1] if found else None
+    return assign(recorded_costs(newest, cases), gpus[:max(len(cases), 1)], non_case_seconds(newest))
 
 
 def box_shards(repo: Path, results_dir: Path, machine: str, requested: str,

@@ -9,8 +9,10 @@ disagree, are refused with both files named; nothing is dropped.
 
 Assignment: cases go longest first to the least loaded GPU (their cost: the NVBench samples the machine's newest run
 recorded times their median, plus a fixed cost per case for its processes), ties broken by a hash of the case's
-name. The same cases and recorded costs give the same shards, in whatever order they come, so a case keeps its card
-from one commit to the next; costs are rounded to two significant digits so that run-to-run noise does not move it.
+name. The first GPU also runs the suites that are no case (the GPU's facts, the resource compile): its load counts
+what they took in that run. The same cases and recorded costs give the same shards, in whatever order they come, so
+a case keeps its card from one commit to the next; costs are rounded to two significant digits so that run-to-run
+noise does not move it.
 """
 
 from __future__ import annotations
@@ -26,8 +28,15 @@ from ..atomic import write_atomically
 from ..results import asvsuite
 from ..results.asvsuite import SuiteCase
 
-# Seconds a case costs beyond its timed samples: a process per track and round, the compile, the FP64 check.
-CASE_OVERHEAD_S = 2.0
+# Seconds a case costs beyond its timed samples: its compile and FP64 check, NVBench's set-up, its pairing with the
+# reference tree, its readers' share. A one-GPU run on an H200 spent 0.89 s a case so (lab/2026-11-28-history-sharding,
+# call 10: 305 s of benchmarks beside the non-case suites for 320 cases, 19 s of them samples).
+CASE_OVERHEAD_S = 0.9
+# The asv modules that hold no case: a sharded run gives them to its first GPU (sgemm.history.run.other_patterns).
+NON_CASE_MODULES = ("bench_gpu", "bench_resources")
+# What they take where a machine has no run to go by: the one-GPU H200 run of that record spent 20.8 s on them (the
+# resource suite compiles every kernel for every architecture, whatever the selection).
+NON_CASE_PRIOR_S = 20.0
 
 
 class ShardError(RuntimeError):
@@ -67,6 +76,11 @@ def recorded_costs(run: asvsuite.RunReader | None, cases: list[SuiteCase]) -> di
     return {case: costs.get(case, typical) for case in cases}
 
 
+def non_case_seconds(run: asvsuite.RunReader | None) -> float:
+    """What the suites that are no case took in a run of the machine (with no run, the prior)."""
+    return run.seconds_in(NON_CASE_MODULES) if run else NON_CASE_PRIOR_S
+
+
 def _rounded(seconds: float) -> float:
     if seconds <= 0:
         return 0.0
@@ -77,17 +91,24 @@ def _tiebreak(case: SuiteCase) -> str:
     return hashlib.sha256(repr(case.params).encode()).hexdigest()
 
 
-def assign(costs: dict[SuiteCase, float], gpus: list[int]) -> list[Shard]:
-    """Every case on exactly one GPU, longest first onto the least loaded (the lowest index among equals)."""
+def assign(costs: dict[SuiteCase, float], gpus: list[int], first_gpu_start_s: float = 0.0) -> list[Shard]:
+    """Every case on exactly one GPU, longest first onto the least loaded (the lowest index among equals). The first
+    GPU's load counts `first_gpu_start_s` too, the work it has beside its cases, once it holds a case: it takes the
+    longest first, so that no shard is left without one."""
     if not gpus:
         raise ShardError("no GPU to shard over")
+    start = _rounded(first_gpu_start_s)
     loads = {gpu: 0.0 for gpu in gpus}
     chosen: dict[int, list[SuiteCase]] = {gpu: [] for gpu in gpus}
+
+    def load(gpu: int) -> float:
+        return loads[gpu] + (start if gpu == gpus[0] and chosen[gpu] else 0.0)
+
     for case in sorted(costs, key=lambda c: (-_rounded(costs[c]), _tiebreak(c))):
-        gpu = min(gpus, key=lambda g: (loads[g], g))
+        gpu = min(gpus, key=lambda g: (load(g), g))
         chosen[gpu].append(case)
         loads[gpu] += _rounded(costs[case])
-    return [Shard(gpu, tuple(sorted(chosen[gpu])), loads[gpu]) for gpu in gpus]
+    return [Shard(gpu, tuple(sorted(chosen[gpu])), load(gpu)) for gpu in gpus]
 
 
 # --- Joining the shards' results ---------------------------------------------------------------------------------

@@ -208,6 +208,15 @@ class RunReader:
         values = self.run.get_result_value(name, self.run.get_result_params(name))
         return {SuiteCase(benchmark, combo): value for combo, value in zip(self._combinations(name), values)}
 
+    def seconds_in(self, modules: tuple[str, ...]) -> float:
+        """How long asv spent on these modules' benchmarks in this run, their setup_cache included (the durations
+        it recorded; keys are "bench_gpu.Gpu.track_sm_count" or "<setup_cache bench_resources:18>")."""
+        def module(key: str) -> str:
+            setup = key.removeprefix("<setup_cache ")
+            return setup.partition(":")[0] if setup != key else key.split(".")[0]
+
+        return sum(float(seconds) for key, seconds in self.run.duration.items() if module(key) in modules)
+
     def scalar(self, name: str):
         """A parameterless benchmark's value (e.g. SM_COUNT), or None."""
         if name not in self.run.get_all_result_keys():

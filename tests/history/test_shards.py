@@ -5,6 +5,7 @@ import json
 import math
 import random
 import shutil
+from types import SimpleNamespace
 
 import pytest
 from conftest import GpuResultsTree, write_asv_run
@@ -51,6 +52,35 @@ def test_noise_in_the_recorded_costs_does_not_move_a_case():
     costs = {case: cost * 1.0 for case, cost in costs_of().items()}
     noisy = {case: cost * (1 + random.Random(hash(case.label)).uniform(-0.003, 0.003)) for case, cost in costs.items()}
     assert [s.cases for s in assign(noisy, [0, 1])] == [s.cases for s in assign(costs, [0, 1])]
+
+
+def test_the_first_gpu_starts_with_the_work_it_has_beside_its_cases():
+    # The GPU's facts and the resource compile run with the first shard: it takes fewer cases, and the loads, that
+    # work included, stay balanced. Without the start the first GPU ends last by about that much.
+    costs = costs_of()
+    start = 200.0  # two significant digits, as the loads are counted
+    sharded = assign(costs, [0, 1], first_gpu_start_s=start)
+    assert len(sharded[0].cases) < len(sharded[1].cases)
+    assert abs(sharded[0].seconds - sharded[1].seconds) <= max(costs.values())
+    assert sum(shard.seconds for shard in sharded) == pytest.approx(sum(costs.values()) + start)
+    assert sorted(case for shard in sharded for case in shard.cases) == sorted(CASES)
+
+
+def test_what_the_suites_that_are_no_case_took_is_read_from_the_run():
+    durations = {"<setup_cache bench_gemm:51>": 0.8, "bench_gemm.Gemm.track_card": 253.0,
+                 "<setup_cache bench_resources:18>": 6.5, "bench_resources.Resources.track_registers": 2.5,
+                 "bench_gpu.Gpu.track_sm_count": 0.25}
+    run = shards.asvsuite.RunReader(SimpleNamespace(duration=durations))
+    assert shards.non_case_seconds(run) == pytest.approx(9.25)
+    assert shards.non_case_seconds(None) == shards.NON_CASE_PRIOR_S
+
+
+def test_the_first_gpu_holds_a_case_however_long_its_other_work():
+    few = dict(list(costs_of().items())[:3])
+    sharded = assign(few, [0, 1, 2], first_gpu_start_s=10_000.0)
+    assert all(shard.cases for shard in sharded)
+    [first] = sharded[0].cases  # the longest case, then its other work: no second case
+    assert few[first] == max(few.values()) and sharded[0].seconds == 10_000.0 + few[first]
 
 
 def test_costs_come_from_the_recorded_samples_and_the_median_stands_in_for_the_rest(tmp_path):
