@@ -40,7 +40,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -58,6 +58,11 @@ STATE_FORMAT = 1
 DEFAULT_SCHEDULE = CompareSchedule()
 SKIPPED = "SKIPPED"
 BAD_END, CANDIDATE = "bad end", "candidate"
+# Rounds past the most a commit gets that the bad end of a pooled bisect may take, its looks spending over them all:
+# it is timed first, with no other commit's rounds to pool with, and its own few rounds left a real step near the
+# threshold undecided (8-14% of bisects of a 0.5% step at 0.14% round noise with no noise file:
+# lab/2026-11-28-bisect-horizon).
+BAD_END_EXTRA_ROUNDS = 6
 RULE = ("a commit is bad when its time over the good end's lies beyond half the step (the square root of the bad "
         "end's ratio), good when on the good end's side; decided once the interval of its round ratios lies wholly "
         "on one side")
@@ -85,6 +90,13 @@ class Limits:
     noise: Noise | None = None  # the noise file's entry for the case, its rounds timed as these are
     # False: as before 2026-11-28, each commit judged on its own rounds alone, a candidate by its interval
     pooled: bool = True
+
+    def schedule_for(self, role: str) -> CompareSchedule:
+        """The schedule a commit in this role is timed to: the bad end of a pooled bisect may take
+        BAD_END_EXTRA_ROUNDS more rounds than the others."""
+        if role == BAD_END and self.pooled:
+            return replace(self.schedule, max_rounds=self.schedule.max_rounds + BAD_END_EXTRA_ROUNDS)
+        return self.schedule
 
     @property
     def spread(self) -> str:
@@ -203,7 +215,7 @@ class _Search:
     def measure(self, commit: str, role: str, region: Region | Halves | RegionWithoutOutliers) -> BisectStep | None:
         """The commit's step, timed as far as needed (or read from the state); None when the builds allowed are
         spent before it."""
-        state, schedule = self.state, self.limits.schedule
+        state, schedule = self.state, self.limits.schedule_for(role)
         step = state.step(commit)
         if step and step.decided(schedule.max_rounds):
             return step
@@ -257,7 +269,7 @@ def run_bisect(target: Target, chain: Chain, source: RoundSource, state: State, 
     search = _Search(target, chain, source, state, limits, say, clock)
     commits, total = chain.commits, len(chain.commits)
     if state.resumed:
-        decided = [s for s in state.steps if s.decided(limits.schedule.max_rounds)]
+        decided = [s for s in state.steps if s.decided(limits.schedule_for(s.role).max_rounds)]
         say(f"resuming from {state.path}: {counted(len(decided), 'commit')} already decided, not timed again")
     if chain.merges:
         say(f"the range holds {counted(len(chain.merges), 'merge commit')} "

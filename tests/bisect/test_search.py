@@ -10,6 +10,7 @@ import pytest
 
 from sgemm.bisect.commits import first_parent_chain
 from sgemm.bisect.compare import CompareSchedule
+from sgemm.bisect import search
 from sgemm.bisect.search import SKIPPED, BisectError, Limits, State, query_of, run_bisect
 from sgemm.bisect.targets import Target
 from sgemm.results.resultstree import FOUND, NO_STEP, UNKNOWN
@@ -194,3 +195,20 @@ def test_the_pooled_rule_decides_where_each_commits_own_rounds_left_it_unknown(m
     assert found[False]["verdict"] == UNKNOWN
     assert found[True]["verdict"] == FOUND and found[True]["first_bad"] == history.commits[11]
     assert found[True]["spread"].startswith("pooled")
+
+
+@pytest.mark.parametrize("extra", [0, search.BAD_END_EXTRA_ROUNDS])
+def test_a_bad_end_its_nine_rounds_leave_open_gets_rounds_more(make_history, fake_builds, tmp_path, monkeypatch, extra):
+    """A 0.5% step at 0.14% round noise, no noise file: the bad end is timed first, with nothing to pool with, and
+    these nine rounds leave its interval across the threshold. With no rounds past the others' most the bisect ends
+    UNKNOWN there; with them it takes a few more, its looks spending over them all, and finds the step."""
+    monkeypatch.setattr(search, "BAD_END_EXTRA_ROUNDS", extra)
+    history = make_history(16)
+    result, _ = run(history, fake_builds(stepped(history, 11, 1.005), noise=0.0014, seed=5), tmp_path / "state.json")
+    bad_end = next(s for s in result["steps"] if s["role"] == search.BAD_END)
+    if extra == 0:
+        assert result["verdict"] == UNKNOWN and len(bad_end["rounds"]) == 9
+        assert result["why"].startswith("whether there is a step is not settled")
+    else:
+        assert result["verdict"] == FOUND and result["first_bad"] == history.commits[11]
+        assert 9 < len(bad_end["rounds"]) <= 9 + extra
