@@ -202,6 +202,9 @@ class Gpu:
         return 1980.0
 
     track_max_sm_clock.unit = "MHz"
+
+    def track_driver_version(self):
+        return 580159004.0  # 580.159.04, as benchmarks/bench_gpu.py records it
 """
 
 

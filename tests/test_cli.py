@@ -140,6 +140,16 @@ def test_report_across_gpus_writes_the_page_and_refuses_what_it_cannot_read(two_
     assert "--across-gpus reads asv results: pass --results" in capsys.readouterr().err
 
 
+def test_a_report_from_results_states_the_gpu_and_driver_the_run_recorded(two_gpu_results, tmp_path, capsys):
+    # Made on a box with no GPU: the SM count, maximum clock and driver are the run's (asv class Gpu), not this box's.
+    out = tmp_path / "h200"
+    assert cli.main(["report", "--results", str(two_gpu_results.results), "--machine", "nvidia-h200",
+                     "--out", str(out)]) == 0
+    header = (out / "README.md").read_text()
+    assert "- GPU: NVIDIA H200, 132 SMs, max SM clock 1980 MHz\n" in header
+    assert "- Driver (recorded with the run): 580.159.04\n" in header
+
+
 def test_bench_prints_each_case_against_its_baseline_and_the_gpus_peak(monkeypatch, capsys, tmp_path):
     """The GPU's part stood in for (CUDA's facts, NVML's, the measurements): what the table makes of them."""
     from sgemm.gpu import Gpu

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from .. import catalogue
-from ..gpu import Gpu
 from ..measuring.record import device_info
 from ..results.machine import live_gpu, with_nvml
 from ..words import counted
@@ -161,7 +161,7 @@ def _report_across_gpus(args, kernels) -> int:
 
 def cmd_report(args) -> int:
     from ..site.ladders import (ReportError, check_out, check_results, header_lines, measured_points, points_from_asv,
-                                write_report)
+        recorded_gpu, write_report)
 
     try:
         check_out(Path(args.out), args.out)
@@ -202,16 +202,21 @@ def cmd_report(args) -> int:
         except ReportError as exc:
             print(f"sgemm report: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
-        live = live_gpu(args.device)  # only once the results were found: its facts fill the header
-        gpu = live if live and live.name == facets.get("gpu") else Gpu(facets.get("gpu", machine))
+        # The GPU as the run recorded it; this box's, where it is that model, for what the run did not record.
+        gpu = recorded_gpu(Path(args.results), machine, commit, facets)
+        live = live_gpu(args.device) if not (gpu.sm_count and gpu.max_sm_clock_mhz) else None
+        if live and live.name == gpu.name:
+            gpu = replace(live, driver=gpu.driver if gpu.driver != "unknown" else live.driver)
         source = f"asv results of machine `{machine}`, commit {commit[:12]}"
+        driver_of = "recorded with the run"
     else:
         info = device_info(args.device)  # NoGpuError says why there is no GPU to measure on
         gpu = with_nvml(info, args.device)
         points = measured_points(seeds, kernels, args.size, info, args.device,
                                  lambda line: print(f"sgemm report: {line}", file=sys.stderr))
         source = "a fresh measurement on this GPU (NVBench, after an FP64 check of every kernel)"
-    header = header_lines(gpu, source, command_line(args))
+        driver_of = "of the box that made the report"
+    header = header_lines(gpu, source, command_line(args), driver_of)
     for path in write_report(Path(args.out), seeds, kernels, points, gpu, header):
         print(f"wrote {path}")
     return 0

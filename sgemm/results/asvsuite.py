@@ -63,6 +63,17 @@ CUDA_DRIVER_VERSION = f"{GPU_MODULE_CLASS}.track_cuda_driver_version"  # the CUD
 CUBLAS_VERSION = f"{GPU_MODULE_CLASS}.track_cublas_version"  # cuBLAS 13.1.0 as 130100
 
 
+def driver_text(number: float | None) -> str | None:
+    """A driver version as NVIDIA writes it, from the number a run recorded (DRIVER_VERSION): 580159004 -> '580.159.04',
+    535054 -> '535.54'; None where none was recorded."""
+    if number is None or not math.isfinite(number) or number < 1000:
+        return None
+    whole = int(number)
+    if whole >= 1_000_000:
+        return f"{whole // 1_000_000}.{whole // 1000 % 1000}.{whole % 1000:02d}"
+    return f"{whole // 1000}.{whole % 1000}"
+
+
 @dataclass(frozen=True, order=True)
 class SuiteCase:
     """One case of the suite: a benchmark class and one combination of its parameters."""

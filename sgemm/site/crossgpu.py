@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..catalogue import Kernel, baseline
 from ..figures import Figures
 from ..gpu import Gpu
-from ..results import asvsuite
 from ..results.resultstree import machines
 from ..style import PAGE_STYLE, html_with_code, palette
 from .ladders import (GENERATED_NOTE, SM_CLOCK_NOTE, NoGemmResults, Point, ReportError, gpu_from_dict, point_from_dict,
-                      points_from_asv)
+                      points_from_asv, recorded_gpu)
 
 
 @dataclass(frozen=True)
@@ -30,15 +28,6 @@ class GpuRun:
     gpu: Gpu
     commit: str
     points: list[Point]
-
-
-def _gpu_facts(results_dir: Path, machine: str, commit: str) -> tuple[int | None, float | None]:
-    for run in asvsuite.runs(results_dir, machine, commit):
-        sm_count, clock = run.scalar(asvsuite.SM_COUNT), run.scalar(asvsuite.MAX_SM_CLOCK)
-        if sm_count is not None and clock is not None:
-            valid = [None if math.isnan(v) else v for v in (sm_count, clock)]
-            return (int(valid[0]) if valid[0] else None), valid[1]
-    return None, None
 
 
 def gpu_runs(results_dir: Path) -> list[GpuRun]:
@@ -52,9 +41,7 @@ def gpu_runs(results_dir: Path) -> list[GpuRun]:
             points, commit, facets = points_from_asv(Path(results_dir), machine)
         except NoGemmResults:
             continue  # a machine with no Gemm results (e.g. only resource tracks) has nothing to show
-        sm_count, max_clock = _gpu_facts(Path(results_dir), machine, commit)
-        cc = Gpu.compute_capability_of(str(facets.get("compute_capability", "")))
-        runs.append(GpuRun(machine, Gpu(facets.get("gpu", machine), cc, sm_count, max_clock), commit, points))
+        runs.append(GpuRun(machine, recorded_gpu(Path(results_dir), machine, commit, facets), commit, points))
     if not runs:
         raise ReportError(f"no Gemm results for any machine in {results_dir}")
     return runs

@@ -97,3 +97,10 @@ def test_joules_are_a_track_of_the_square_cases_at_the_charged_sizes_alone():
     assert asvsuite.JOULES not in charged.tracks()  # a run that charges nothing runs no energy track
     assert asvsuite.JOULES not in asvsuite.GATE_TRACKS  # the gate judges time; energy is the history's
     assert re.search(charged.pattern(charged.tracks(sizes)), charged.entry(asvsuite.JOULES))
+
+
+def test_a_recorded_driver_version_reads_as_nvidia_writes_it():
+    assert asvsuite.driver_text(580159004.0) == "580.159.04"
+    assert asvsuite.driver_text(535054003.0) == "535.54.03"
+    assert asvsuite.driver_text(535054.0) == "535.54"
+    assert [asvsuite.driver_text(v) for v in (None, math.nan, 0.0)] == [None, None, None]

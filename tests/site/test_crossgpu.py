@@ -31,8 +31,8 @@ def runs(two_gpu_results):
 def test_every_machine_is_read_with_the_gpu_facts_of_its_own_run(two_gpu_results, runs):
     assert [run.machine for run in runs] == [H100, H200]
     h100, h200 = runs
-    assert h100.gpu == Gpu("NVIDIA H100 80GB HBM3", 90, 132, 1980.0)
-    assert h200.gpu == Gpu("NVIDIA H200", 90, 132, 1980.0)
+    assert h100.gpu == Gpu("NVIDIA H100 80GB HBM3", 90, 132, 1980.0, "580.159.04")
+    assert h200.gpu == Gpu("NVIDIA H200", 90, 132, 1980.0, "580.159.04")
     assert h100.commit == h200.commit == two_gpu_results.commit
     # The H100 ran cuBLAS and naive at 1024 and 2048 only; its skips are no points.
     assert sorted((p.kernel, p.size) for p in h100.points) == [
@@ -138,7 +138,7 @@ def test_the_report_is_written_as_markdown_html_json_and_a_plot_per_precision(tw
     data = json.loads((out / "points.json").read_text())
     assert [entry["machine"] for entry in data] == [H100, H200]
     assert data[0]["gpu"] == {"name": "NVIDIA H100 80GB HBM3", "compute_capability": 90, "sm_count": 132,
-                              "max_sm_clock_mhz": 1980.0, "driver": "unknown", "memory_gib": None, "card": ""}
+                              "max_sm_clock_mhz": 1980.0, "driver": "580.159.04", "memory_gib": None, "card": ""}
     assert data[1]["commit"] == two_gpu_results.commit
     assert {"kernel": "fp32/float4", "size": 4096, "tflops": 52.5, "sm_clock_mhz": 1834.0,
             "power_w": None, "joules_per_gemm": None} in data[1]["points"]

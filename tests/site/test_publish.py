@@ -163,7 +163,8 @@ def test_a_tree_without_gemm_results_says_so_on_the_cross_gpu_page_and_shows_no_
     index = json.loads((html_dir / "index.json").read_text())
     assert index["params"]["gpu"] == ["NVIDIA H100 80GB HBM3"]
     # The Gemm benchmarks asv discovered but no box measured would be blank tiles and "No data" pages: left out.
-    assert set(index["benchmarks"]) == {"bench_gpu.Gpu.track_sm_count", "bench_gpu.Gpu.track_max_sm_clock"}
+    assert set(index["benchmarks"]) == {"bench_gpu.Gpu.track_sm_count", "bench_gpu.Gpu.track_max_sm_clock",
+                                        "bench_gpu.Gpu.track_driver_version"}
     assert site.left_out == ["bench_gemm.Gemm.track_sm_clock", "bench_gemm.Gemm.track_tflops"]
     assert json.loads((no_gemm_results.results / "benchmarks.json").read_text()).keys() >= set(site.left_out)
     assert not (html_dir / "graphs" / "summary" / "bench_gemm.Gemm.track_tflops.json").exists()
@@ -190,7 +191,8 @@ def test_the_results_view_links_every_file_and_leaves_out_benchmarks_without_a_f
     assert linked and all(path.is_symlink() for path in linked)
     assert "bench_gemm.Gemm.track_tflops" not in json.loads((view / "benchmarks.json").read_text())
     assert measured_benchmarks(no_gemm_results.results) == {"bench_gpu.Gpu.track_sm_count",
-                                                            "bench_gpu.Gpu.track_max_sm_clock"}
+                                                            "bench_gpu.Gpu.track_max_sm_clock",
+                                                            "bench_gpu.Gpu.track_driver_version"}
 
 
 # --- sgemm publish -----------------------------------------------------------------------------------------------
