@@ -6,10 +6,13 @@ idle between blocks, read from the blocks' events, which must stay under IDLE_SH
 
 Usage, from the repository root, on a GPU box (a few minutes; one line of JSON a case, then the verdict):
     python -m tools.acceptance.timer_bias [--processes 20] [--case fp16/wgmma_grouped_tma_store:8192]
-                                          [--case fp32/warptile:4096] [--seconds S] [--out FILE.json]
+                                          [--case fp32/warptile:4096] [--seconds S] [--gpus N|all]
+                                          [--out FILE.json]
 --seconds S times each process's round for S seconds instead of until the round's own stopping rule: the same blocks,
 flush and places, more pairs. A bias does not shrink with more pairs; the sampling spread of each process does, and
 each line's `half_width` (the round's own 95% interval) says how much of the processes' spread is sampling.
+--gpus N|all runs N processes at once, each on a card of its own (of one model, those this process may use, as
+`sgemm gate --gpus` counts them): the same processes, in a Nth of the time.
 Exit status: 0 every case passed; 1 a case was biased or left the GPU idle; 2 it could not run (no GPU, a kernel
 that fails). A process is `python -m tools.acceptance.timer_bias --one KERNEL SIZE`, which prints one line of JSON.
 """
@@ -19,8 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import queue
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -91,19 +97,42 @@ def one_process(kernel_name: str, size: int, seconds: float | None = None) -> di
             "long_gaps": timing.gaps, "longest_gap_s": timing.longest_gap_s}
 
 
-def run_case(case: str, processes: int, seconds: float | None = None) -> tuple[list[dict], str | None]:
-    """The case in `processes` processes, one after another; the lines they printed, or why one failed."""
+def run_case(case: str, processes: int, seconds: float | None = None,
+             cards: list[str] | None = None) -> tuple[list[dict], str | None]:
+    """The case in `processes` processes: one after another on this process's GPU, or, given `cards` (UUIDs), as
+    many at once, each on a card of its own. The lines they printed, or why one failed."""
     kernel, _, size = case.partition(":")
+    command = [*ONE_PROCESS, kernel, size] + ([] if seconds is None else ["--seconds", str(seconds)])
+    free: queue.Queue[str | None] = queue.Queue()
+    for card in cards or [None]:
+        free.put(card)
+
+    def one(_: int) -> subprocess.CompletedProcess:
+        card = free.get()
+        try:
+            env = None if card is None else dict(os.environ, CUDA_VISIBLE_DEVICES=card)
+            return subprocess.run(command, capture_output=True, text=True, env=env)
+        finally:
+            free.put(card)
+
     lines = []
-    for _ in range(processes):
-        command = [*ONE_PROCESS, kernel, size] + ([] if seconds is None else ["--seconds", str(seconds)])
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            return lines, f"a process exited {done.returncode}: {last}"
-        lines.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        print(json.dumps(lines[-1]), flush=True)
+    with ThreadPoolExecutor(max_workers=len(cards or [None])) as pool:
+        for done in pool.map(one, range(processes)):
+            if done.returncode != 0:
+                last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                return lines, f"a process exited {done.returncode}: {last}"
+            lines.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(json.dumps(lines[-1]), flush=True)
     return lines, None
+
+
+def chosen_cards(requested: str) -> list[str] | None:
+    """The UUIDs of the cards `--gpus` asks for; None for one (this process's own GPU, as it is set)."""
+    if requested == "1":
+        return None
+    from sgemm.measuring.cards import choose, visible_cards
+
+    return [card.uuid for card in choose(visible_cards(), requested)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--one", nargs=2, metavar=("KERNEL", "SIZE"), help=argparse.SUPPRESS)
     parser.add_argument("--processes", type=int, default=PROCESSES)
     parser.add_argument("--seconds", type=float, help="each process's round this long (default: its stopping rule)")
+    parser.add_argument("--gpus", default="1", help="processes at once, each on a card of its own: N or all")
     parser.add_argument("--case", action="append", help="KERNEL:SIZE (repeatable)")
     parser.add_argument("--out", type=Path, help="also write the verdicts here, as JSON")
     args = parser.parse_args(argv)
@@ -124,9 +154,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.seconds is not None and not args.seconds > 0:
         print(f"timer_bias: --seconds {args.seconds:g}: expected a positive number of seconds", file=sys.stderr)
         return 2
+    if not (args.gpus == "all" or args.gpus.isdigit() and int(args.gpus) >= 1):
+        print(f"timer_bias: --gpus {args.gpus}: expected a number of GPUs (at least 1) or all", file=sys.stderr)
+        return 2
+    from sgemm.measuring.cards import CardsError
+
+    try:
+        cards = chosen_cards(args.gpus)
+    except CardsError as exc:
+        print(f"timer_bias: --gpus {args.gpus}: {exc}", file=sys.stderr)
+        return 2
     verdicts = []
     for case in cases:
-        lines, failed = run_case(case, args.processes, args.seconds)
+        lines, failed = run_case(case, args.processes, args.seconds, cards)
         if failed:
             print(f"timer_bias: {case}: {failed}", file=sys.stderr)
             return 2

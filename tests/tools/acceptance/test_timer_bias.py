@@ -2,6 +2,7 @@
 processes stood in for (the timing itself needs a GPU)."""
 
 import json
+import os
 import random
 import sys
 
@@ -70,3 +71,26 @@ def test_seconds_reach_every_process_and_a_length_that_is_not_positive_is_refuse
     assert argvs == [["fp32/warptile", "4096", "--seconds", "16.0"]] * 2
     assert timer_bias.main(["--case", "fp32/warptile:4096", "--seconds", "0"]) == 2
     assert "expected a positive number of seconds" in capsys.readouterr().err
+
+
+def test_processes_run_at_once_each_on_a_card_of_its_own(monkeypatch, tmp_path, capsys):
+    # Each stand-in process prints the card it was given; two cards, four processes: each card takes two.
+    script = tmp_path / "one.py"
+    script.write_text("import json, os, time\ntime.sleep(0.2)\n"
+                      "print(json.dumps({'card': os.environ.get('CUDA_VISIBLE_DEVICES'), 'log_ratio': 0.0, "
+                      "'idle_share': 0.0}))\n")
+    monkeypatch.setattr(timer_bias, "ONE_PROCESS", (sys.executable, str(script)))
+    lines, failed = timer_bias.run_case("fp32/warptile:4096", 4, cards=["GPU-a", "GPU-b"])
+    assert failed is None and sorted(line["card"] for line in lines) == ["GPU-a", "GPU-a", "GPU-b", "GPU-b"]
+    lines, _ = timer_bias.run_case("fp32/warptile:4096", 2)
+    assert [line["card"] for line in lines] == [os.environ.get("CUDA_VISIBLE_DEVICES")] * 2  # one GPU: as it is set
+
+
+def test_more_gpus_than_the_process_may_use_or_none_are_refused(monkeypatch, capsys):
+    from sgemm.measuring import cards
+
+    monkeypatch.setattr(cards, "visible_cards", lambda: [cards.Card(0, "H", "GPU-a"), cards.Card(1, "H", "GPU-b")])
+    assert timer_bias.main(["--case", "fp32/warptile:4096", "--gpus", "3"]) == 2
+    assert "timer_bias: --gpus 3: this process may use 2 GPUs" in capsys.readouterr().err
+    assert timer_bias.main(["--case", "fp32/warptile:4096", "--gpus", "0"]) == 2
+    assert "expected a number of GPUs (at least 1) or all" in capsys.readouterr().err
