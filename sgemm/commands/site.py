@@ -161,7 +161,7 @@ def _report_across_gpus(args, kernels) -> int:
 
 def cmd_report(args) -> int:
     from ..site.ladders import (ReportError, check_out, check_results, header_lines, measured_points, points_from_asv,
-        recorded_gpu, write_report)
+                                recorded_gpu, write_report)
 
     try:
         check_out(Path(args.out), args.out)

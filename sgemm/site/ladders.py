@@ -116,7 +116,8 @@ def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) 
 def recorded_gpu(results_dir: Path, machine: str, commit: str, facets: dict) -> Gpu:
     """The GPU a machine's run at `commit` measured on, as the run recorded it (asv class `Gpu`: its SM count,
     maximum SM clock and driver) and its machine entry names it (`facets`: the model, the compute capability), so
-    that a report made from results is right wherever it is made; a fact the run did not record is None."""
+    that a report made from results is right wherever it is made; a fact the run did not record is None (the
+    driver "unknown")."""
     sm_count = max_clock = driver = None
     for run in asvsuite.runs(Path(results_dir), machine, commit):
         count, clock = run.scalar(asvsuite.SM_COUNT), run.scalar(asvsuite.MAX_SM_CLOCK)

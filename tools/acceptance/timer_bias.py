@@ -27,7 +27,7 @@ import queue
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 PROCESSES = 20
@@ -77,8 +77,6 @@ def judge(case: str, log_ratios: list[float], idle_shares: list[float], bound: f
 def one_process(kernel_name: str, size: int, seconds: float | None = None) -> dict:
     """One round of the A/A pair in this process (`seconds` long where given): its ratio, log ratio, its own
     interval's half width in log ratio, pairs and idle share."""
-    from dataclasses import replace
-
     from sgemm.catalogue import load_catalogue
     from sgemm.measuring.ab import Build, measure
     from sgemm.measuring.telemetry import CardReadings
