@@ -74,6 +74,20 @@ def driver_text(number: float | None) -> str | None:
     return f"{whole // 1000}.{whole % 1000}"
 
 
+def cuda_text(number: float | None) -> str | None:
+    """The CUDA version a driver supports, from its number (CUDA_DRIVER_VERSION): 13000 -> '13.0', 12080 -> '12.8'."""
+    if number is None or not math.isfinite(number) or number < 1000:
+        return None
+    return f"{int(number) // 1000}.{int(number) % 1000 // 10}"
+
+
+def cublas_text(number: float | None) -> str | None:
+    """cuBLAS's version from its number (CUBLAS_VERSION): 130100 -> '13.1.0'."""
+    if number is None or not math.isfinite(number) or number < 10000:
+        return None
+    return f"{int(number) // 10000}.{int(number) // 100 % 100}.{int(number) % 100}"
+
+
 @dataclass(frozen=True, order=True)
 class SuiteCase:
     """One case of the suite: a benchmark class and one combination of its parameters."""

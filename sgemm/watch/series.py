@@ -72,15 +72,18 @@ class Environment:
     def differences(self, other: Environment) -> list[str]:
         """What changed from self to other, in words; a figure either side did not record is no change."""
         changed = []
-        for name, label in (("driver", "driver"), ("cuda_driver", "CUDA"), ("cublas", "cuBLAS")):
+        for name, label, text in (("driver", "driver", asvsuite.driver_text),
+                                  ("cuda_driver", "CUDA", asvsuite.cuda_text),
+                                  ("cublas", "cuBLAS", asvsuite.cublas_text)):
             before, after = getattr(self, name), getattr(other, name)
             if before is not None and after is not None and before != after:
-                changed.append(f"{label} {_version_text(before)} to {_version_text(after)}")
+                changed.append(f"{label} {_version_text(before, text)} to {_version_text(after, text)}")
         return changed
 
 
-def _version_text(number: float) -> str:
-    return str(int(number)) if float(number).is_integer() else str(number)
+def _version_text(number: float, text) -> str:
+    """The version as NVIDIA writes it, or the number itself where it does not read as one."""
+    return text(number) or (str(int(number)) if float(number).is_integer() else str(number))
 
 
 @dataclass

@@ -104,3 +104,5 @@ def test_a_recorded_driver_version_reads_as_nvidia_writes_it():
     assert asvsuite.driver_text(535054003.0) == "535.54.03"
     assert asvsuite.driver_text(535054.0) == "535.54"
     assert [asvsuite.driver_text(v) for v in (None, math.nan, 0.0)] == [None, None, None]
+    assert asvsuite.cuda_text(13000.0) == "13.0" and asvsuite.cuda_text(12080.0) == "12.8"
+    assert asvsuite.cublas_text(130100.0) == "13.1.0" and asvsuite.cublas_text(math.nan) is None

@@ -101,7 +101,7 @@ def test_a_driver_change_across_the_step_makes_it_the_environments(tmp_path, bra
     environment = {i: {asvsuite.DRIVER_VERSION: 580159004.0 if i < STEP_AT else 580165002.0} for i in range(COMMITS)}
     write_history(tmp_path / "results", commits, hopper_and_quiet(), environment=environment)
     [notice] = notices(tmp_path, repo)
-    assert notice["state"] == "environment" and notice["environment"] == ["driver 580159004 to 580165002"]
+    assert notice["state"] == "environment" and notice["environment"] == ["driver 580.159.04 to 580.165.02"]
 
 
 def test_a_card_change_across_the_step_makes_it_the_environments(tmp_path, branch):

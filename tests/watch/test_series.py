@@ -91,5 +91,5 @@ def test_versions_recorded_per_run_and_their_changes_in_words(tmp_path, branch):
     history = read_history(tmp_path / "results", MACHINE, commits, KERNELS)
     before, after = history.environments[commits[3]], history.environments[commits[4]]
     assert before == Environment(580159004.0, None, 130100.0)
-    assert before.differences(after) == ["driver 580159004 to 580165002"]
+    assert before.differences(after) == ["driver 580.159.04 to 580.165.02"]
     assert Environment().differences(after) == []
