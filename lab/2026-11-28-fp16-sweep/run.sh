@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A sweep of gemm_mma_pipelined configurations past fp16/mma_fragment_buffered (candidates.txt: one a line, with why),
+# A sweep of gemm_mma_pipelined configurations past fp16/mma_fragment_buffered (candidates.txt, or the file CANDIDATES
+# names: one a line, with why),
 # each a scratch catalogue entry "fp16/sweep_<label>" appended to a copy of the checkout ($SCRATCH), so that the
 # checkout's own catalogue is left as it is. Steps (arguments; default: check bench):
 #   compile   every candidate compiled with NVRTC for sm_90 (no GPU needed): registers, shared memory, spills, and the
@@ -57,7 +58,7 @@ sizes = [4096, 8192]
 TOML
     candidates+=("fp16/sweep_$label")
     echo "fp16/sweep_$label = gemm_mma_pipelined<$arguments> ($target): $why" | tee -a "$summary"
-done < "$here/candidates.txt"
+done < "${CANDIDATES:-$here/candidates.txt}"
 selected=()
 for name in "${candidates[@]}"; do selected+=(-k "$name"); done
 
