@@ -13,6 +13,9 @@
 #             one process (L2 warm and flushed).
 # Run from the repository root with .whl (the offline wheelhouse) carried; results under $OUT. About 4 minutes on an
 # H100 (limits in seconds: CHECK_S, BENCH_S).
+# Other ladders' candidates: TEMPLATE and SOURCE (the kernel template and its file), PRECISIONS ("fp16", or e.g.
+# "fp16 bf16" for an entry whose template takes {input}), ENTRY_LINES (more TOML lines, e.g. grid = "persistent"),
+# MULTIPLE_OF, CHECK_SHAPES (the first also checked with alpha and beta) and BASELINES (kernels benched beside them).
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 SCRATCH=${SCRATCH:-/tmp/fp16-sweep}
@@ -21,6 +24,11 @@ mkdir -p "$OUT"
 src=$PWD
 here=$src/lab/2026-11-28-fp16-sweep
 steps=${*:-check bench}
+TEMPLATE=${TEMPLATE:-gemm_mma_pipelined} SOURCE=${SOURCE:-fp16_mma_pipelined.cu} PRECISIONS=${PRECISIONS:-fp16}
+MULTIPLE_OF=${MULTIPLE_OF:-"{ m = 1, n = 8, k = 8 }"} ENTRY_LINES=${ENTRY_LINES:-}
+read -r -a check_shapes <<< "${CHECK_SHAPES:-1000x1032x520 4096x4096x4096}"
+read -r -a baselines <<< "${BASELINES:-fp16/cublas fp16/mma_fragment_buffered}"
+read -r -a precisions <<< "$PRECISIONS"
 summary=$OUT/summary.txt
 if compgen -G ".whl/*.whl" > /dev/null; then
     ls .whl/*.whl | grep -v -e numpy- -e nvidia_ml_py- | xargs "$PYTHON" -m pip install -q --no-index --no-deps \
@@ -45,22 +53,31 @@ while IFS=';' read -r label arguments target why; do
     [[ -z $label || $label == \#* ]] && continue
     label=${label// /} target=${target// /} arguments=${arguments# } why=${why# }
     if [[ $target == - ]]; then launch='min_compute_capability = 80'; else launch="target = \"$target\""; fi
+    if (( ${#precisions[@]} == 1 )); then
+        name="${precisions[0]}/sweep_$label" precision_line=""
+    else
+        name="sweep_$label" precision_line="precisions = [$(printf '"%s", ' "${precisions[@]}" | sed 's/, $//')]"
+    fi
     cat >> "$SCRATCH/sgemm/catalogue.toml" <<TOML
 
 [[kernel]]
-name = "fp16/sweep_$label"
-technique = "scratch candidate for fp16/mma_fragment_buffered: $why"
-source = "fp16_mma_pipelined.cu"
-entry = "gemm_mma_pipelined<$arguments>"
-multiple_of = { m = 1, n = 8, k = 8 }
+name = "$name"
+$precision_line
+technique = "scratch candidate: $why"
+source = "$SOURCE"
+entry = "$TEMPLATE<$arguments>"
+multiple_of = $MULTIPLE_OF
 $launch
+$ENTRY_LINES
 sizes = [4096, 8192]
 TOML
-    candidates+=("fp16/sweep_$label")
-    echo "fp16/sweep_$label = gemm_mma_pipelined<$arguments> ($target): $why" | tee -a "$summary"
+    for precision in "${precisions[@]}"; do candidates+=("$precision/sweep_$label"); done
+    echo "$name = $TEMPLATE<$arguments> ($target): $why" | tee -a "$summary"
 done < "${CANDIDATES:-$here/candidates.txt}"
 selected=()
 for name in "${candidates[@]}"; do selected+=(-k "$name"); done
+shapes=()
+for shape in "${check_shapes[@]}"; do shapes+=(--shape "$shape"); done
 
 cd "$SCRATCH" || exit 1
 if [[ " $steps " == *" compile "* ]]; then
@@ -73,18 +90,19 @@ if [[ " $steps " == *" compile "* ]]; then
 fi
 if [[ " $steps " == *" check "* ]]; then
     SECONDS=0
-    timeout "${CHECK_S:-90}" "$PYTHON" -m sgemm check "${selected[@]}" --shape 4096x4096x4096 \
-        --shape 1000x1032x520 > "$OUT/check.txt" 2>&1
+    timeout "${CHECK_S:-90}" "$PYTHON" -m sgemm check "${selected[@]}" "${shapes[@]}" > "$OUT/check.txt" 2>&1
     echo "check: exit $? after ${SECONDS} s: $(tail -n 1 "$OUT/check.txt")" | tee -a "$summary"
     SECONDS=0
-    timeout "${CHECK_S:-90}" "$PYTHON" -m sgemm check "${selected[@]}" --shape 1000x1032x520 --alpha 0.5 --beta 1 \
+    timeout "${CHECK_S:-90}" "$PYTHON" -m sgemm check "${selected[@]}" --shape "${check_shapes[0]}" --alpha 0.5 --beta 1 \
         > "$OUT/check-beta.txt" 2>&1
     echo "check with alpha and beta: exit $? after ${SECONDS} s: $(tail -n 1 "$OUT/check-beta.txt")" \
         | tee -a "$summary"
 fi
 if [[ " $steps " == *" bench "* ]]; then
     SECONDS=0
-    timeout "${BENCH_S:-250}" "$PYTHON" -m sgemm bench -k fp16/cublas -k fp16/mma_fragment_buffered "${selected[@]}" \
+    bench_baselines=()
+    for name in "${baselines[@]}"; do bench_baselines+=(-k "$name"); done
+    timeout "${BENCH_S:-250}" "$PYTHON" -m sgemm bench "${bench_baselines[@]}" "${selected[@]}" \
         --size 4096 --size 8192 --versus-baseline --json "$OUT/bench.json" > "$OUT/bench.txt" 2> "$OUT/bench.log"
     echo "bench: exit $? after ${SECONDS} s" | tee -a "$summary"
     cat "$OUT/bench.txt" | tee -a "$summary"
