@@ -13,12 +13,20 @@
 #      other work);
 #   aa  one A/A gate of the Hopper ladder at 8192, timing forced, on card ${CARD:-0}, cut at ${AA_LIMIT_S:-450} s;
 #      two may run at once, on two cards (CARD names each one's folders);
-#   aa-all  the same gate with --gpus all over the cards ${CARDS:-0,1,2,3}.
+#   aa-all  the same gate with --gpus all over the cards ${CARDS:-0,1,2,3};
+#   aa-4096  an A/A gate of every kernel at 4096, timing forced, --gpus all over the cards ${CARDS:-0,1,2,3}.
+#   learn-4096, learn-8192  an A/A gate of every kernel at 4096 (${LEARN_ROUNDS:-4} rounds) or of the Hopper ladder
+#      and its controls at 8192 (${LEARN_ROUNDS:-6} rounds), timing forced, --gpus all over ${CARDS:-0,1,2,3}, every
+#      case the same rounds (no look before them, none after), then `sgemm noise --rounds` over it and over any
+#      earlier gates' rounds in $LEARNED_FROM (folders, space-separated): $OUT/noise-MACHINE.json (MACHINE
+#      ${MACHINE:-nvidia-h100-80gb-hbm3}).
+# Every gate's round files are kept ($keep/rounds-NAME, in the phase's tarball): noise can be learned from them, and
+# gates replayed, later. NOISE=FILE: the aa gates judge with that noise file instead of the one main holds.
 # Phases 2 to 4 judge with the noise file main holds: commit phase 1's noise.json to noise/ first.
 # Run from the repository root with .whl (the offline wheelhouse) and .bundle/main.bundle carried
 # (`git bundle create .bundle/main.bundle main`). Everything lands in $OUT/phaseN.tar.gz and $OUT/summary.txt.
 set -uo pipefail
-phase=${1:?usage: run.sh 1|2|3|4|tile|aa|aa-all}
+phase=${1:?usage: run.sh 1|2|3|4|tile|aa|aa-all|aa-4096|learn-4096|learn-8192}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 src=$PWD
@@ -80,6 +88,7 @@ gate() {  # gate NAME CARDS HEAD ARGS...: `sgemm gate main HEAD ARGS` on CUDA_VI
         --report $keep/$name.md "$@" > $keep/$name.log 2>&1
     local status=$?
     say "gate $name (cards $cards; $*): exit $status after $((SECONDS - started)) s: $(tail -n 1 $keep/$name.log)"
+    mkdir -p $keep/rounds-$name && cp -r /tmp/work-$run_id-$name/paired/rounds $keep/rounds-$name/ 2>/dev/null
 }
 events() {  # events CARD TREE_B KERNEL SIZE: the independent cold-L2 timer, main's tree against TREE_B
     CUDA_VISIBLE_DEVICES=$1 timeout 90 python3 -m tools.acceptance.ab_events /tmp/trees-$run_id/main /tmp/trees-$run_id/$2 "$3" "$4" \
@@ -147,11 +156,30 @@ tile)
     ;;
 aa)
     limit=${AA_LIMIT_S:-450} gate aa-card"${CARD:-0}" "${CARD:-0}" "$aa" "${hopper[@]}" --size 8192 --no-sweep \
-        --time-unchanged
+        --time-unchanged ${NOISE:+--noise "$NOISE"}
     ;;
 aa-all)
     limit=${AA_LIMIT_S:-450} gate aa-all "${CARDS:-0,1,2,3}" "$aa" "${hopper[@]}" --size 8192 --no-sweep \
-        --time-unchanged --gpus all
+        --time-unchanged --gpus all ${NOISE:+--noise "$NOISE"}
+    ;;
+aa-4096)
+    limit=${AA_LIMIT_S:-450} gate aa-4096 "${CARDS:-0,1,2,3}" "$aa" -k fp32 -k fp16 -k bf16 --size 4096 --no-sweep \
+        --time-unchanged --gpus all ${NOISE:+--noise "$NOISE"}
+    ;;
+learn-4096 | learn-8192)
+    machine=${MACHINE:-nvidia-h100-80gb-hbm3}
+    if [[ $phase == learn-4096 ]]; then
+        rounds=${LEARN_ROUNDS:-4} selected=(-k fp32 -k fp16 -k bf16 --size 4096)
+    else
+        rounds=${LEARN_ROUNDS:-6} selected=("${hopper[@]}" --size 8192)
+    fi
+    limit=${LEARN_LIMIT_S:-330} gate $phase "${CARDS:-0,1,2,3}" "$aa" "${selected[@]}" --no-sweep --time-unchanged \
+        --gpus all --rounds "$rounds" --max-rounds "$rounds" --extra-rounds 0 --machine "$machine"
+    from=(--rounds /tmp/work-$run_id-$phase)
+    for folder in ${LEARNED_FROM:-}; do from+=(--rounds "$folder"); done
+    python3 -m sgemm noise "${from[@]}" --machine "$machine" --out $keep/noise-$machine.json > $keep/noise.log 2>&1
+    say "noise: exit $?: $(tail -n 2 $keep/noise.log)"
+    cp $keep/noise-$machine.json "$OUT/" 2>/dev/null
     ;;
 esac
 tar -czf "$OUT/phase$phase.tar.gz" -C $keep .

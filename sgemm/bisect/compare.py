@@ -32,7 +32,8 @@ from ..catalogue import Kernel
 from ..results.asvsuite import SuiteCase
 from ..results.machine import required_identity
 from ..rounds.evidence import (MIN_ROUNDS, Noise, PairedRounds, log_likelihood_ratio, paired_effect, pooled_noise,
-    ordinary, robust_sd, spend, spread_bound, wider_than)
+    spend, spread_bound, wider_than)
+from ..rounds.outliers import REPLACED_AT_MOST, SPREAD_LEVEL, ordinary_rounds
 from ..rounds.pairs import Pair
 from ..rounds.session import IDLE_TIMEOUT_S, ROUND_SETTINGS, GpuNotFree, PairedSession, PairingError, wait_for_gpu
 from ..words import counted
@@ -42,31 +43,10 @@ DEFAULT_MAX_ROUNDS = 9  # as the gate's
 # The sequential test's chance of each wrong verdict, either way: a search of 16 commits makes about five, and a
 # wrong one names a wrong commit.
 SEQUENTIAL_ERROR = 0.001
-# It takes the round spread as known, at this upper confidence bound of the pooled estimate: a spread learned from
-# few rounds would otherwise make it bold.
-SPREAD_LEVEL = 0.9
 # A round counts at most this many sds beyond half the step, so that one outlier round cannot decide.
 CLIP_SD = 2.0
 # A commit's rounds spread wider than the pool's at this confidence are judged on their own.
 CONTRADICTS_LEVEL = 0.99
-# A round further than this many sds from its commit's median is an outlier, set aside before the spread is pooled or
-# the commit judged: an ordinary round lies this far off about one time in 370, an outlier (a disturbed process) far
-# more often.
-OUTLIER_SD = 3.0
-# With no spread measured elsewhere, a round this many of its commit's own robust sds off is an outlier: a robust sd
-# from nine rounds is itself uncertain by about a third, and at OUTLIER_SD it sets ordinary rounds aside often enough
-# to make the interval bold.
-OWN_OUTLIER_SD = 5.0
-# A spread of fewer degrees of freedom than this (a robust sd from a commit's first few rounds, a pool of the bad
-# end's alone) is too uncertain to say which rounds are outliers: a robust sd from a handful moves with one outlier
-# among them, and a pool of a few rounds' upper bound is loose.
-SCALE_DF = 8
-# More than this share of a commit's rounds far off say that its rounds are wide (a jittery build), not that a
-# process was disturbed: the median they are told by is then itself in doubt (its breakdown point), and none is set
-# aside.
-OUTLIER_SHARE = 0.5
-# A commit gets a round more for each round set aside, up to this many: what an outlier round took from it.
-EXTRA_ROUNDS = 3
 
 
 class Answer(str, Enum):
@@ -148,7 +128,7 @@ class Halves:
         if noise is not None and own is not None and wider_than(own, noise, CONTRADICTS_LEVEL):
             # a commit that made the case jittery (its ordinary rounds too) is judged on its own rounds as they are
             noise, kept = None, logs
-        most = schedule.max_rounds + min(n - len(kept), EXTRA_ROUNDS)
+        most = schedule.max_rounds + min(n - len(kept), REPLACED_AT_MOST)
         spread = pooled_noise([kept], resolution, noise)
         ratio, low, high = _look(rounds, schedule, noise)
         figures = (ratio, (low, high), tuple(rounds))
@@ -171,7 +151,7 @@ class Halves:
 class RegionWithoutOutliers:
     """A region (Region) judged as `answer` judges it, on a commit's ordinary rounds: a round far from the median of
     the commit's rounds (outlier_reach: the Hampel identifier, the sd the pool's or, with none, the rounds' own from
-    their median absolute deviation) is set aside and a round more is timed in its place, up to EXTRA_ROUNDS. The
+    their median absolute deviation) is set aside and a round more is timed in its place, up to REPLACED_AT_MOST. The
     t interval of the rounds kept spends as if the rounds set aside had not been timed: one outlier round neither
     moves the ratio nor widens the interval past the threshold. The bad end's test of a pooled bisect: is there a
     step beyond the threshold."""
@@ -190,7 +170,7 @@ class RegionWithoutOutliers:
         kept_logs = ordinary_rounds(logs, noise)
         kept = [r for r, value in zip(rounds, logs) if value in kept_logs]
         outcome = answer(kept, self.region, schedule, noise)
-        if outcome is None and n >= schedule.max_rounds + EXTRA_ROUNDS:
+        if outcome is None and n >= schedule.max_rounds + REPLACED_AT_MOST:
             # more rounds set aside than replaced: the figures of what is left
             ratio, low, high = _look(kept, schedule, noise) if len(kept) >= 2 else (math.nan, -math.inf, math.inf)
             outcome = CommitComparison(Answer.UNKNOWN, ratio, (low, high), (),
@@ -202,26 +182,6 @@ class RegionWithoutOutliers:
 
 def _set_aside(n: int, kept: list, said: str) -> str:
     return said + (f" ({counted(n - len(kept), 'outlier round')} set aside)" if len(kept) < n else "")
-
-
-def ordinary_rounds(logs: list[float], noise: Noise | None) -> list[float]:
-    """A commit's log round ratios less its outlier rounds (outlier_reach); all of them where more than
-    OUTLIER_SHARE of them would be set aside: then the commit's rounds are wide, not one disturbed."""
-    kept = ordinary(logs, outlier_reach([logs], noise))
-    return logs if len(logs) - len(kept) > OUTLIER_SHARE * len(logs) else kept
-
-
-def outlier_reach(groups: list[list[float]], known: Noise | None) -> float:
-    """How far from the median of its commit's rounds a round of a case (commits' groups of log ratios) lies to be an
-    outlier (the Hampel identifier): with a spread `known` of them (the pool's, the noise file's, of SCALE_DF degrees
-    of freedom at least), OUTLIER_SD times its upper bound at SPREAD_LEVEL (one learned from few rounds may be low by
-    chance, and ordinary rounds must stay) or their own robust sd where that is wider (the rounds are wider than
-    `known` says); without, OWN_OUTLIER_SD times their own robust sd. 0 (none set aside) where neither rests on
-    SCALE_DF."""
-    robust = robust_sd(groups, SCALE_DF)
-    if known is None or known.df < SCALE_DF:
-        return OWN_OUTLIER_SD * robust
-    return OUTLIER_SD * max(spread_bound(known, SPREAD_LEVEL), robust)
 
 
 @dataclass(frozen=True)
@@ -332,7 +292,7 @@ class PairedBuilds:
         label = self.case.label
         measured = session.measured[label]
         try:
-            session.measure([label], measured.count + 1)
+            session.measure({label: measured.count + 1})
         except GpuNotFree as exc:  # the GPU is not ours alone
             raise Stopped(str(exc)) from exc
         if session.shared_gpu:

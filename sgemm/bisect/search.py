@@ -47,11 +47,12 @@ from typing import Protocol
 from ..atomic import write_atomically
 from ..results.resultstree import FOUND, NO_STEP, UNKNOWN
 from ..rounds.evidence import Noise, PairedRounds, pooled_noise
+from ..rounds.outliers import outlier_reach
 from ..rounds.session import PAIRED_THRESHOLD
 from ..words import counted
 from .commits import Chain
 from .compare import (Answer, CommitComparison, CompareSchedule, Halves, Region, Round, Stopped,
-    RegionWithoutOutliers, Unmeasurable, compare, outlier_reach)
+    RegionWithoutOutliers, Unmeasurable, compare)
 from .targets import Target
 
 STATE_FORMAT = 1

@@ -10,6 +10,11 @@ The whole noise file is checked once, at the first look, over every case's first
 still open are those whose rounds happened to spread most, and a check over them alone would find any file too
 narrow.
 
+Before the file is checked and before every look's verdicts, a paired case's outlier rounds are set aside
+(sgemm.gate.verdict.without_outliers), and the case is timed a round more for each, up to REPLACED_AT_MOST: a look
+counts the rounds kept, so that a disturbed process costs its case a round, not its verdict. The noise file is
+learned with its outlier rounds set aside too (sgemm.gate.noise.learn_paired).
+
 The measuring is given as a function, so that the same procedure runs on a GPU (the gate) and on simulated rounds
 (tools/simulate/simulate_gates.py and the tests), and what the simulations show is what the gate does.
 """
@@ -21,18 +26,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..rounds.evidence import FALSE_DISCOVERY_RATE, MIN_ROUNDS, POWER, Case
-from .verdict import EXPECTED_CHANGES, Comparison, Level, Spending, finalised, judge, noise_contradicted
+from ..rounds.outliers import REPLACED_AT_MOST
+from .verdict import (EXPECTED_CHANGES, Comparison, Level, Spending, finalised, judge, noise_contradicted,
+    without_outliers)
 
-# measure(labels, rounds): each of these cases with `rounds` rounds a side in all (the earlier rounds kept), or the
-# cases it could not measure left out (the gate reports why).
-Measure = Callable[[list[str], int], dict[str, Case]]
+# measure({label: rounds}): each of these cases with its rounds a side in all (the earlier rounds kept, a round being
+# one process for every case that still needs one), or the cases it could not measure left out (the gate reports
+# why).
+Measure = Callable[[dict[str, int]], dict[str, Case]]
 
 EXTRA_ROUNDS = 6  # past max_rounds, for the few cases still open
 # The share of the rate kept for those rounds: enough that a case whose spread sat just above what nine rounds needed
 # decides within them, little enough that the first looks, which decide most cases, lose little.
 RESERVE = 0.2
 FEW_OPEN_SHARE = 0.05  # "few": at most this share of the family ...
-FEW_OPEN_AT_LEAST = 2  # ... or this many, whichever is more
+FEW_OPEN_AT_LEAST = 4  # ... or this many, whichever is more
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,7 @@ class Schedule:
 @dataclass
 class LooksOutcome:
     comparisons: dict[str, Comparison]  # by label, each as decided at its last look
-    rounds: int  # the most rounds a side any case got
+    rounds: int  # the most rounds a side any case got, outliers set aside counted
     looks: int
     extended: int = 0  # cases that went on past max_rounds
 
@@ -73,13 +81,20 @@ def run_looks(labels: list[str], measure: Measure, schedule: Schedule = Schedule
     spending = schedule.spending
     horizon = schedule.max_rounds + spending.extra_rounds
     decided: dict[str, Comparison] = {}
-    open_labels, rounds, rounds_before, looks, extended = list(labels), schedule.rounds, 0, 0, 0
+    open_labels, rounds, rounds_before, looks, extended, most = list(labels), schedule.rounds, 0, 0, 0, 0
+    replaced: dict[str, int] = {}  # rounds a case is timed past the look's count, in the place of its outliers
+    asked: dict[str, int] = {}  # never fewer than before: a round measured is never dropped
     file_note = None
     while open_labels:
-        cases = measure(open_labels, rounds)
-        present = [cases[label] for label in open_labels if label in cases]
+        asked = {label: max(asked.get(label, 0), rounds + replaced.get(label, 0)) for label in open_labels}
+        cases = measure(asked)
+        most = max(most, *asked.values())
+        present = [without_outliers(cases[label]) for label in open_labels if label in cases]
+        # What a spread alone may set aside (of three rounds, one): the whole file's check, and the rounds a case
+        # whose verdict could not yet set its outlier aside is to be timed in its place.
+        spreads = {label: without_outliers(cases[label], keep_at_least=2) for label in open_labels if label in cases}
         if not looks:
-            file_note = noise_contradicted(present)
+            file_note = noise_contradicted(list(spreads.values()))
         looks += 1
         past_main = rounds >= schedule.max_rounds
         level = Level(spending.alpha(rounds, rounds_before), family, horizon if past_main else schedule.max_rounds,
@@ -101,6 +116,11 @@ def run_looks(labels: list[str], measure: Measure, schedule: Schedule = Schedule
         if on_look:
             on_look(still_open)
         open_labels = [comparison.label for comparison in still_open]
-        wanted = max(comparison.rounds_needed or level.max_rounds for comparison in still_open)
+        seen = {c.label: max(c.case.outliers, spreads[c.label].outliers) for c in still_open}
+        replaced = {label: min(count, REPLACED_AT_MOST) for label, count in seen.items()}
+        # The next look comes when the first open case could decide: a case whose outlier waits for its
+        # replacement round could decide at the next round, whatever its spread with the outlier in says.
+        wanted = min(rounds + 1 if seen[c.label] > c.case.outliers else c.rounds_needed or level.max_rounds
+                     for c in still_open)
         rounds_before, rounds = rounds, min(level.max_rounds, max(rounds + 1, wanted))
-    return LooksOutcome(decided, rounds, looks, extended)
+    return LooksOutcome(decided, most, looks, extended)

@@ -30,6 +30,7 @@ from pathlib import Path
 from ..atomic import write_atomically
 from ..results import asvsuite
 from ..rounds.evidence import Noise
+from ..rounds.outliers import ordinary_groups
 
 NOISE_DIR = "noise"
 
@@ -90,9 +91,10 @@ def round_ratios(files: list[Path]) -> dict[str, list[float]]:
 def learn_paired(work_dirs: list[Path]) -> tuple[dict[str, Noise], int, dict | None]:
     """Every case's pooled paired noise over the rounds of these gates (their work directories), how many gates had
     rounds, and the settings their rounds were timed with (None where no plan says). A gate's round files are
-    rounds/round-N.jsonl, one line a case (sgemm.measuring.ab), beside the plan round-N.plan.json it ran."""
-    squares: dict[str, float] = {}
-    dfs: dict[str, int] = {}
+    rounds/round-N.jsonl, one line a case (sgemm.measuring.ab), beside the plan round-N.plan.json it ran. Outlier
+    rounds are set aside first (sgemm.rounds.outliers.ordinary_groups), as the gate sets them aside before it pools
+    an entry with its rounds: an entry learned with them would be wider than the rounds it is pooled with."""
+    groups: dict[str, list[list[float]]] = {}
     gates = 0
     settings: list[dict] = []
     for work_dir in work_dirs:
@@ -103,16 +105,24 @@ def learn_paired(work_dirs: list[Path]) -> tuple[dict[str, Noise], int, dict | N
                 settings.append(used)
         gates += bool(files)
         for label, ratios in round_ratios(files).items():
-            if len(ratios) < 2:
-                continue
-            values = [math.log(ratio) for ratio in ratios]
-            mean = sum(values) / len(values)
-            squares[label] = squares.get(label, 0.0) + sum((x - mean) ** 2 for x in values)
-            dfs[label] = dfs.get(label, 0) + len(values) - 1
+            groups.setdefault(label, []).append([math.log(ratio) for ratio in ratios])
     if len(settings) > 1:
         raise NoiseFileError("these gates timed their rounds in different ways, whose noise cannot be pooled: "
                              + "; ".join(json.dumps(used, sort_keys=True) for used in settings))
-    return _learned(squares, dfs), gates, settings[0] if settings else None
+    entries = {label: entry for label, logs in groups.items() if (entry := paired_entry(logs))}
+    return entries, gates, settings[0] if settings else None
+
+
+def paired_entry(groups: list[list[float]]) -> Noise | None:
+    """One case's paired noise from its log round ratios, a group a gate: each about its own mean, pooled, outlier
+    rounds set aside first; None where no group has two rounds or every round read the same."""
+    squares, dof = 0.0, 0
+    for values in ordinary_groups(groups):
+        if len(values) >= 2:
+            mean = sum(values) / len(values)
+            squares += sum((x - mean) ** 2 for x in values)
+            dof += len(values) - 1
+    return Noise(math.sqrt(squares / dof), dof) if squares > 0 else None
 
 
 @dataclass

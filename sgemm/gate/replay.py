@@ -57,9 +57,9 @@ def replay(ratios: dict[str, list[float]], noise: dict[str, Noise]) -> tuple[lis
     """The comparisons the gate's looks reach on these ratios, and the cases a look wanted more rounds of."""
     short: list[str] = []
 
-    def measure(labels: list[str], rounds: int) -> dict[str, Case]:
+    def measure(wanted: dict[str, int]) -> dict[str, Case]:
         cases = {}
-        for label in labels:
+        for label, rounds in wanted.items():
             if len(ratios[label]) < rounds:
                 short.append(f"{label} (wanted {rounds} rounds, {len(ratios[label])} recorded)")
                 continue

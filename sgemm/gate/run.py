@@ -122,11 +122,11 @@ def _schedule(settings: Settings) -> Schedule:
 
 @dataclass
 class _Part:
-    """The cases one way of measuring times, its measure(labels, rounds) for the looks, and what it hands the result
+    """The cases one way of measuring times, its measure({label: rounds}) for the looks, and what it hands the result
     once they are over; `plan(comparisons)` hears how its open cases stand after a look."""
 
     labels: list[str]
-    measure: Callable[[list[str], int], dict[str, Case]]
+    measure: Callable[[dict[str, int]], dict[str, Case]]
     finish: Callable[[], None]
     controls: frozenset[str] = frozenset()
     plan: Callable[[list[Comparison]], None] | None = None
@@ -191,9 +191,9 @@ def _unpaired_part(result: GateResult, repo: Path, pairs: list[Pair], work_dir: 
     session = UnpairedRounds(repo, result.base, result.head, pairs, result.machine, work_dir, thresholds,
                              settings.noise.get(UNPAIRED, {}), controls, settings.nvbench_args, asv_config)
 
-    def measure(labels: list[str], rounds: int) -> dict[str, Case]:
+    def measure(wanted: dict[str, int]) -> dict[str, Case]:
         gpu_check(device, settings.idle_timeout_s)
-        measured = session.measure(labels, rounds)
+        measured = session.measure(wanted)
         if session.outcome.shared_gpu:
             raise GpuNotFree("; ".join(session.outcome.shared_gpu))
         return measured
@@ -276,11 +276,11 @@ def _judge(result: GateResult, parts: list[_Part]) -> None:
     labels = [label for part in parts for label in part.labels]
     owner = {label: part for part in parts for label in part.labels}
 
-    def measure(wanted: list[str], rounds: int) -> dict[str, Case]:
+    def measure(wanted: dict[str, int]) -> dict[str, Case]:
         found: dict[str, Case] = {}
         for part in parts:
-            if mine := [label for label in wanted if owner[label] is part]:
-                found.update(part.measure(mine, rounds))
+            if mine := {label: rounds for label, rounds in wanted.items() if owner[label] is part}:
+                found.update(part.measure(mine))
         return found
 
     def plan(comparisons: list[Comparison]) -> None:

@@ -160,8 +160,8 @@ def read_outcome(results_dir: Path, machine: str, base: str, head: str, pairs: l
 
 
 class UnpairedRounds:
-    """`measure(labels, rounds)` for sgemm.gate.looks: asv continuous rounds of exactly those cases, appended to
-    the rounds they already have."""
+    """`measure({label: rounds})` for sgemm.gate.looks: asv continuous rounds of exactly those cases, appended to
+    the rounds they already have (every case the most rounds asked of any: one asv continuous run times them all)."""
 
     def __init__(self, repo: Path, base: str, head: str, pairs: list[Pair], machine: str, work_dir: Path,
                  thresholds: dict[str, float], noise: dict, controls: frozenset[str],
@@ -181,7 +181,8 @@ class UnpairedRounds:
         self.outcome = AsvOutcome()
         self.problems: list[str] = []
 
-    def measure(self, labels: list[str], rounds: int) -> dict[str, Case]:
+    def measure(self, wanted: dict[str, int]) -> dict[str, Case]:
+        labels, rounds = list(wanted), max(wanted.values())
         pairs = [self.pairs[label] for label in labels]
         step = rounds - min(self.done.get(label, 0) for label in labels)
         cases = list(dict.fromkeys(case for pair in pairs for case in (pair.base, pair.head)))

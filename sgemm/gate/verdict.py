@@ -22,6 +22,8 @@ from statistics import fmean
 
 from ..rounds.evidence import (FALSE_DISCOVERY_RATE, MIN_ROUNDS, POWER, Case, Effect, paired_effect, spend,
                               unpaired_effect)
+from ..rounds.outliers import outlier_indices
+from ..words import counted
 
 EXPECTED_CHANGES = 1  # k: real changes a gate is planned to find among its cases
 NOISE_CHECK_LEVEL = 0.01
@@ -31,6 +33,10 @@ NULL_GRID_CELLS = 4096
 # Entries of fewer degrees of freedom stay out of the whole-file statistic (their own check still applies): the F of
 # such an entry has no variance, and a few of them would decide the sum alone, hiding a file at half the truth.
 WHOLE_FILE_MIN_DF = 5
+# Each case's term of the whole-file statistic counts at most its own null's quantile at this level (winsorised):
+# one case whose rounds held a wild one (heavy tails, an outlier left in) would otherwise decide the sum of hundreds
+# alone, while a file too narrow for every case still moves every term.
+TERM_CAP_LEVEL = 0.99
 
 
 class Verdict(str, Enum):
@@ -189,12 +195,20 @@ def _own_spread(case: Case) -> tuple[float, int]:
     return squares, dof
 
 
-def scaled_f_sum_sf(observed: float, terms: list[tuple[int, int]], cells: int = NULL_GRID_CELLS) -> float:
+def term_cap(dof: int, df: int, level: float = TERM_CAP_LEVEL) -> float:
+    """The most a case's term dof * F of the whole-file statistic counts: its null's quantile at `level`."""
+    from scipy import special
+
+    return dof * float(special.fdtri(dof, df, level))
+
+
+def scaled_f_sum_sf(observed: float, terms: list[tuple[int, int]], cells: int = NULL_GRID_CELLS,
+                    capped: bool = False) -> float:
     """P(sum of dof_i * F_i >= observed) for independent F_i ~ F(dof_i, df_i), one (dof_i, df_i) a term: the
     statistic's own distribution when every entry is an honest estimate of its case's spread, each from its own
-    degrees of freedom. Computed exactly but for a grid: each term's distribution is cut into `cells` cells up to
-    the observed value (what lies beyond cannot bring the sum below it), its mass put at each cell's middle, and
-    the terms convolved."""
+    degrees of freedom; `capped`, each term counted at most term_cap(dof_i, df_i). Computed exactly but for a grid:
+    each term's distribution is cut into `cells` cells up to the observed value (what lies beyond cannot bring the
+    sum below it), its mass put at each cell's middle, and the terms convolved."""
     import numpy as np
     from scipy import special
 
@@ -204,7 +218,10 @@ def scaled_f_sum_sf(observed: float, terms: list[tuple[int, int]], cells: int = 
     total = np.zeros(cells)
     total[0] = 1.0  # the distribution of the sum of the terms' cell numbers
     for (dof, df), count in Counter(terms).items():
-        masses = np.diff(special.fdtr(dof, df, edges / dof))
+        below = special.fdtr(dof, df, edges / dof)
+        if capped:
+            below[edges >= term_cap(dof, df)] = 1.0  # the mass beyond the cap, at the cap
+        masses = np.diff(below)
         total = _truncated_convolution(total, _truncated_power(masses, count))
     # Each term at its cell's middle: the sum lies below `observed` where its cell numbers add up to at most
     # cells - (number of terms) / 2.
@@ -237,26 +254,30 @@ def _truncated_power(masses, count: int):
 
 
 def noise_contradicted(cases: list[Case]) -> str | None:
-    """Why the cases' noise files cannot be believed here, or None: their own rounds spread more than the files say.
-    The statistic is the sum over cases (those whose entry has WHOLE_FILE_MIN_DF degrees of freedom or more) of own
-    squares / file variance, which is dof_i * F_i with F_i ~ F(dof_i, df_i) when the file is right; it is referred
-    to that sum's own distribution (scaled_f_sum_sf), one-sided at NOISE_CHECK_LEVEL."""
-    statistic, dof, terms = 0.0, 0, []
+    """Why the cases' noise files cannot be believed here, or None: their own rounds spread more, or less, than the
+    files say. The statistic is the sum over cases (those whose entry has WHOLE_FILE_MIN_DF degrees of freedom or
+    more) of own squares / file variance, which is dof_i * F_i with F_i ~ F(dof_i, df_i) when the file is right, each
+    term capped at term_cap; it is referred to that capped sum's own distribution (scaled_f_sum_sf), two-sided at
+    NOISE_CHECK_LEVEL. A file too narrow would make noise look like change; one too wide, pooled into every case,
+    would leave a gate of unchanged code undecided (NOT POWERED) where its own rounds decide it."""
+    statistic, ratio, dof, terms = 0.0, 0.0, 0, []
     for case in cases:
         if case.noise and case.noise.df >= WHOLE_FILE_MIN_DF:
             squares, case_dof = _own_spread(case)
             if case_dof:
-                statistic += squares / case.noise.sd ** 2
+                statistic += min(squares / case.noise.sd ** 2, term_cap(case_dof, case.noise.df))
+                ratio += squares / case.noise.sd ** 2
                 dof += case_dof
                 terms.append((case_dof, case.noise.df))
     if not dof:
         return None
-    p = scaled_f_sum_sf(statistic, terms)
-    if p >= NOISE_CHECK_LEVEL:
+    more = scaled_f_sum_sf(statistic, terms, capped=True)
+    less = 1.0 - more  # the sum's distribution is continuous: P(sum <= observed)
+    if min(more, less) >= NOISE_CHECK_LEVEL / 2:
         return None
-    return (f"the noise file was set aside: these rounds spread {math.sqrt(statistic / dof):.1f} times as much as it "
-            f"says (p = {p:.2g} over {dof} degrees of freedom of {len(terms)} cases); each case is judged on its own "
-            f"rounds")
+    return (f"the noise file was set aside: these rounds spread {math.sqrt(ratio / dof):.2g} times as much as it "
+            f"says (p = {2 * min(more, less):.2g} over {dof} degrees of freedom of {len(terms)} cases); each case is "
+            f"judged on its own rounds")
 
 
 def entry_contradicted(case: Case) -> str | None:
@@ -277,6 +298,23 @@ def entry_contradicted(case: Case) -> str | None:
         return None
     return (f"its noise-file entry was set aside: its {case.rounds} rounds spread {math.sqrt(ratio):.2f} times the "
             f"entry's {case.noise.sd:.3%} (F-test p = {more:.2g})")
+
+
+def without_outliers(case: Case, keep_at_least: int = MIN_ROUNDS) -> Case:
+    """A paired case less its outlier rounds (sgemm.rounds.outliers: further from the median of its rounds than
+    OUTLIER_SD times its noise-file entry's upper bound, whatever the entry's degrees of freedom, since the bound
+    allows for them; with no entry, from nine rounds on, OWN_OUTLIER_SD times their own robust sd), counted in
+    `outliers`, so long as `keep_at_least` rounds stay. One disturbed process would otherwise widen the case's
+    spread, and the whole file's, past what its builds show. A verdict keeps MIN_ROUNDS: of three rounds the median
+    is one round, and where two are disturbed alike it is theirs, and the one ordinary round would go; a spread
+    alone (the whole file's check) may rest on two. Unpaired cases, whose rounds are each commit's own process, are
+    left as they are."""
+    if not case.paired:
+        return case
+    far = outlier_indices(case.paired.log_ratios, case.noise, known_df=1)
+    if not far or case.rounds - len(far) < keep_at_least:
+        return case
+    return replace(case, paired=case.paired.without(far), outliers=case.outliers + len(far))
 
 
 CHECK_THE_FILE = object()  # judge's file_note when this look checks the whole noise file itself
@@ -305,8 +343,9 @@ def judge(cases: list[Case], level: Level, file_note: object = CHECK_THE_FILE) -
     for entry in measured:
         case, time, cycles = entry
         comparison = _verdict(case, time, cycles, q_values.get(id(entry), time.p_value), level, coverage)
-        why = notes.get(case.label)
-        comparisons.append(replace(comparison, why=f"{comparison.why}; {why}") if why else comparison)
+        whys = [why for why in (notes.get(case.label), case.outliers and
+                                f"{counted(case.outliers, 'outlier round')} set aside") if why]
+        comparisons.append(replace(comparison, why="; ".join([comparison.why, *whys])) if whys else comparison)
     return comparisons
 
 
@@ -317,7 +356,7 @@ def _verdict(case: Case, time: Effect, cycles: Effect | None, q_value: float, le
     low, high = time.interval(coverage)
     base = Comparison(case, time, cycles, q_value, level, detectable, Verdict.SAME, "", (low, high))
     interval = f"{low:.4f}–{high:.4f}"
-    if case.rounds < MIN_ROUNDS:  # a round lost (its process failed): no spread to test on
+    if case.rounds + case.outliers < MIN_ROUNDS:  # a round lost (its process failed): no spread to test on
         return replace(base, verdict=Verdict.AMBIGUOUS, open=not level.final,
                        why=f"too few rounds recorded to judge ({case.rounds}; at least {MIN_ROUNDS})")
     significant = q_value <= level.alpha

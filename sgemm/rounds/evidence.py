@@ -95,6 +95,17 @@ class PairedRounds:
                             self.head_clocks_mhz + more.head_clocks_mhz, self.base_s + more.base_s,
                             self.head_s + more.head_s, min(self.block_s, more.block_s), self.joules + more.joules)
 
+    def without(self, rounds: list[int]) -> PairedRounds:
+        """These rounds less those at the positions `rounds` (every figure of a round goes with it)."""
+        gone = set(rounds)
+
+        def kept(figures: tuple) -> tuple:
+            return tuple(figure for i, figure in enumerate(figures) if i not in gone)
+
+        return replace(self, ratios=kept(self.ratios), base_clocks_mhz=kept(self.base_clocks_mhz),
+                       head_clocks_mhz=kept(self.head_clocks_mhz), base_s=kept(self.base_s), head_s=kept(self.head_s),
+                       joules=kept(self.joules))
+
 
 def _nansum(a: float, b: float) -> float:
     values = [v for v in (a, b) if not math.isnan(v)]
@@ -301,10 +312,11 @@ class Case:
     after: Rounds | None = None
     noise: Noise | None = None
     is_control: bool = False  # context: judged and shown, never counted in the family or the exit status
+    outliers: int = 0  # paired rounds set aside as outliers (sgemm.rounds.outliers): measured, not in `paired`
 
     @property
     def rounds(self) -> int:
-        """Rounds a side."""
+        """Rounds a side, outliers set aside not counted."""
         if self.paired:
             return len(self.paired.ratios)
         return min(len(self.before.medians_s), len(self.after.medians_s))

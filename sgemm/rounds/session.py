@@ -429,9 +429,12 @@ class PairedSession:
                     last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
                     self.failed[label] = f"the round's process exited {status} before measuring it: {last[:300]}"
 
-    def measure(self, labels: list[str], rounds: int) -> dict[str, Case]:
+    def measure(self, wanted: dict[str, int]) -> dict[str, Case]:
+        """Each case with its `wanted` rounds (its first ones), a round's process holding every case that still
+        needs one; the cases that failed left out."""
         while not self.shared_gpu:
-            short = [label for label in labels if label not in self.failed and self.measured[label].count < rounds]
+            short = [label for label, rounds in wanted.items()
+                     if label not in self.failed and self.measured[label].count < rounds]
             if not short:
                 break
             by_device: dict[int, list[str]] = {}
@@ -440,7 +443,8 @@ class PairedSession:
             self._rounds(dict(sorted(by_device.items())))
         return {label: Case(label, self.pairs[label].head.kernel, self.thresholds[label],
                             paired=self.measured[label].rounds(rounds), noise=self.noise.get(label))
-                for label in labels if label not in self.failed and self.measured[label].count >= rounds}
+                for label, rounds in wanted.items()
+                if label not in self.failed and self.measured[label].count >= rounds}
 
 
 # Seconds a case's round costs before its pairs (build, FP64 check, warm-up), and what a 4096^3 GEMM's work adds:

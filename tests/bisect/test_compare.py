@@ -8,7 +8,7 @@ import random
 import pytest
 
 from sgemm.bisect.compare import (Answer, CompareSchedule, Halves, Region, RegionWithoutOutliers, Round, answer,
-    compare, ordinary_rounds, outlier_reach)
+    compare)
 from sgemm.rounds.evidence import MIN_ROUNDS, Noise
 
 
@@ -101,20 +101,6 @@ def test_a_candidate_is_decided_past_an_outlier_round_and_times_a_round_more_for
     made = iter([Round(middle * 1.04)] + [Round(middle)] * 20)
     outcome = compare(lambda: next(made), [], halves, CompareSchedule(max_rounds=5), noise=pool)
     assert outcome.verdict is Answer.UNKNOWN and len(outcome.rounds) == 6
-
-
-def test_a_commit_whose_rounds_are_all_wide_is_judged_on_all_of_them():
-    # most rounds far from the median: a jittery build, not a disturbed round; none is set aside
-    logs = [0.0, 0.02, -0.015, 0.03, -0.025]
-    assert ordinary_rounds(logs, Noise(0.001, 30)) == logs
-    assert ordinary_rounds([0.0, 0.0005, -0.0004, 0.03, 0.0002], Noise(0.001, 30)) == [0.0, 0.0005, -0.0004, 0.0002]
-
-
-def test_no_round_is_set_aside_by_a_spread_of_a_few_rounds():
-    # the bad end's own three rounds, no noise file: a robust sd from them would move with the outlier itself
-    assert outlier_reach([[0.01, 0.011, 0.04]], None) == 0
-    assert outlier_reach([[0.01, 0.011, 0.04]], Noise(0.001, 2)) == 0
-    assert outlier_reach([[0.01, 0.011, 0.04]], Noise(0.001, 12)) > 0
 
 
 @pytest.mark.parametrize("noise", [None, Noise(0.003, 12)])

@@ -669,10 +669,12 @@ class FakeUnpairedRounds:
         self.done, self.outcome, self.problems = {}, AsvOutcome(), []
         FakeUnpairedRounds.made.append(sorted(self.pairs))
 
-    def measure(self, labels, rounds):
+    def measure(self, wanted):
         import random
 
         from sgemm.rounds.evidence import Case, Rounds
+
+        labels, rounds = list(wanted), max(wanted.values())
 
         def side():
             return Rounds(tuple(1e-3 * (1 + 0.002 * random.gauss(0, 1)) for _ in range(rounds)), (1980.0,) * rounds)

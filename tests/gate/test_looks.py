@@ -3,6 +3,7 @@ false-alarm rate over many simulated gates is tests/tools/simulate/test_simulate
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -13,18 +14,19 @@ from sgemm.rounds.evidence import FALSE_DISCOVERY_RATE, Case, Noise, PairedRound
 
 
 def simulated(sds: dict[str, float], truth: dict[str, float], seed: int = 0, noise: dict | None = None):
-    """measure(labels, rounds) over paired rounds drawn from each case's sd, and a log of what it was asked."""
+    """measure({label: rounds}) over paired rounds drawn from each case's sd, and a log of what it was asked (the
+    cases, the most rounds asked of any)."""
     rng = random.Random(seed)
     drawn: dict[str, list[float]] = {label: [] for label in sds}
     asked: list[tuple[list[str], int]] = []
 
-    def measure(labels, rounds):
-        asked.append((list(labels), rounds))
-        for label in labels:
+    def measure(wanted):
+        asked.append((list(wanted), max(wanted.values())))
+        for label, rounds in wanted.items():
             while len(drawn[label]) < rounds:
                 drawn[label].append(truth.get(label, 1.0) * math.exp(rng.gauss(0, sds[label])))
         return {label: Case(label, label, 0.0025, paired=PairedRounds(tuple(drawn[label][:rounds])),
-                            noise=(noise or {}).get(label)) for label in labels}
+                            noise=(noise or {}).get(label)) for label, rounds in wanted.items()}
 
     return measure, asked
 
@@ -54,9 +56,9 @@ def test_the_looks_together_spend_no_more_than_the_rate():
 
 
 def test_a_case_the_measuring_could_not_give_is_left_to_the_gate():
-    def measure(labels, rounds):
+    def measure(wanted):
         return {label: Case(label, label, 0.0025, paired=PairedRounds((1.0, 1.0001, 0.9999)))
-                for label in labels if label != "broken"}
+                for label in wanted if label != "broken"}
 
     outcome = run_looks(["fine", "broken"], measure, Schedule(3, 9))
     assert list(outcome.comparisons) == ["fine"]
@@ -109,3 +111,36 @@ def test_a_kernel_changed_at_one_size_is_found_at_that_size_alone():
     measure, _ = simulated(sds, {sizes[3]: 1.005}, seed=5)
     outcome = run_looks(list(sds), measure, Schedule(3, 9))
     assert [label for label, c in outcome.comparisons.items() if c.verdict is Verdict.REGRESSION] == [sizes[3]]
+
+
+def test_an_outlier_round_costs_its_case_a_round_more_not_its_verdict():
+    # the second process of "x" read 2% off; the entries say 0.08%. Of three rounds none may go (the median of
+    # three is one round), so the next look is at four, and "x" is timed five, its outlier set aside
+    sds = {"x": 0.0008, "y": 0.0008}
+    entries = {label: Noise(0.0008, 24) for label in sds}
+    measure, _ = simulated(sds, {}, seed=1, noise=entries)
+    asked = []
+
+    def disturbed(wanted):
+        asked.append(dict(wanted))
+        cases = measure(wanted)
+        if "x" in cases:
+            ratios = list(cases["x"].paired.ratios)
+            ratios[1] = 1.02
+            cases["x"] = replace(cases["x"], paired=PairedRounds(tuple(ratios)))
+        return cases
+
+    outcome = run_looks(list(sds), disturbed, Schedule(3, 9))
+    x = outcome.comparisons["x"]
+    assert x.verdict is Verdict.SAME and x.case.outliers == 1 and "1 outlier round set aside" in x.why
+    assert asked == [{"x": 3, "y": 3}, {"x": 5}] and x.case.rounds == 4
+
+
+def test_a_case_that_cannot_decide_does_not_hold_every_other_to_the_most_rounds():
+    # "near" needs a round or two more; "far" cannot be decided in nine: the next look comes when "near" may decide
+    sds = {"near": 0.0011, "far": 0.02} | {f"q{i}": 0.0001 for i in range(10)}
+    measure, asked = simulated(sds, {}, seed=0)
+    outcome = run_looks(list(sds), measure, Schedule(3, 9))
+    near = outcome.comparisons["near"]
+    assert near.verdict is Verdict.SAME and near.case.rounds < 9
+    assert outcome.comparisons["far"].verdict is Verdict.NOT_POWERED

@@ -207,3 +207,18 @@ def test_a_name_or_a_place_that_would_write_elsewhere_is_refused_before_reading(
                  *[a.replace("{tmp}", str(tmp_path)) for a in args], cwd=tmp_path)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_disturbed_round_is_not_learned_into_the_paired_noise(tmp_path):
+    # three A/A gates of nine rounds spreading by about 0.1%, one round of them 0.8% off: kept, it would double the
+    # entry, and the gate, pooling it with its rounds, would see 0.5% as noise
+    e = math.exp
+    label = "fp32/k 4096x4096x4096"
+    base = [0.001, -0.001, 0.0005, -0.0005, 0.0, 0.0015, -0.0015, 0.0002, -0.0002]
+    for name, disturbed in (("a", None), ("b", 3), ("c", None)):
+        logs = [0.008 if i == disturbed else value for i, value in enumerate(base)]
+        write_paired_gate(tmp_path / name, [{label: e(value)} for value in logs])
+    learned, gates, _ = noise.learn_paired([tmp_path / name for name in "abc"])
+    assert gates == 3 and learned[label].df == 23
+    assert learned[label].sd == pytest.approx(noise.paired_entry([base, base[:3] + base[4:], base]).sd)
+    assert learned[label].sd < 0.0011

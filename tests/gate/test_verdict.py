@@ -4,11 +4,13 @@ contradict it, the timer's floor, the looks' spending, and the intervals printed
 
 import math
 import random
+from dataclasses import replace
+from statistics import fmean
 
 import pytest
 
 from sgemm.gate.verdict import (NOISE_CHECK_LEVEL, Level, Verdict, benjamini_hochberg, entry_contradicted, judge,
-                                noise_contradicted, scaled_f_sum_sf, threshold_for)
+                                noise_contradicted, scaled_f_sum_sf, term_cap, threshold_for, without_outliers)
 from sgemm.rounds.evidence import (FALSE_DISCOVERY_RATE, Case, Noise, PairedRounds, Rounds, paired_effect, spend,
                                    unpaired_effect)
 
@@ -290,9 +292,10 @@ LAST_OF_NINE = Level(spend(9, 8, 9), 58, 9, rounds_before=8, final=True)
 
 
 def gate_with_one_entry(entry, rng, n=9, sd=0.00066):
-    """57 quiet cases whose entries are true, and fp32/warptile with `entry`, its rounds spreading by `sd`."""
+    """57 quiet cases whose entries are true (learned from 5 degrees of freedom of their rounds' spread), and
+    fp32/warptile with `entry`, its rounds spreading by `sd`."""
     quiet = [paired_case(paired(1.0, n=n, sd=0.0003, rng=rng), label=f"fp32/q{i} 4096x4096x4096",
-                         noise=Noise(0.0003, 5)) for i in range(57)]
+                         noise=learned_entry(0.0003, 5, rng)) for i in range(57)]
     return quiet + [paired_case(paired(1.0, n=n, sd=sd, rng=rng), label="fp32/warptile 4096x4096x4096",
                                 noise=entry)]
 
@@ -431,3 +434,62 @@ def test_threshold_patterns_last_match_wins():
     assert threshold_for("fp32/naive", 0.02, patterns) == 0.02
     assert threshold_for("fp16/mma_swizzled", 0.02, patterns) == 0.04
     assert threshold_for("fp16/mma_naive", 0.02, patterns) == 0.10
+
+
+def test_one_case_with_a_wild_round_does_not_set_the_whole_file_aside():
+    # 260 cases whose entries are true, one of whose rounds held a process that read 3% off: its term alone would
+    # tip the sum of every case's; capped at its own null's 99th percentile, it counts as one case that spread wide
+    rng = random.Random(24)
+    dfs = SHIPPED_DFS * 4 + [6] * 28
+    cases = [paired_case(paired(1.0, n=3, sd=0.001, rng=rng), noise=Noise(0.001, df),
+                         label=f"fp16/k{i} 4096x4096x4096") for i, df in enumerate(dfs)]
+    wild = cases[0].paired
+    cases[0] = replace(cases[0], paired=replace(wild, ratios=(wild.ratios[0] * 1.03, *wild.ratios[1:])))
+    uncapped = sum(sum((v - fmean(c.paired.log_ratios)) ** 2 for v in c.paired.log_ratios) / c.noise.sd ** 2
+                   for c in cases)
+    assert scaled_f_sum_sf(uncapped, [(2, df) for df in dfs]) < NOISE_CHECK_LEVEL  # what the sum alone said
+    assert noise_contradicted(cases) is None
+
+
+def test_the_capped_statistics_distribution_is_its_own():
+    import numpy as np
+
+    rng = np.random.default_rng(6)
+    terms = [(2, 6)] * 12 + [(8, 24)] * 3 + [(2, 12)] * 5
+    dof, df = np.array(terms).T
+    draws = rng.chisquare(dof, (40_000, len(terms))) / (rng.chisquare(df, (40_000, len(terms))) / df)
+    caps = np.array([term_cap(d, f) for d, f in terms])
+    draws = np.minimum(draws, caps).sum(axis=1)
+    for tail in (0.5, 0.1, 0.01):
+        observed = float(np.quantile(draws, 1 - tail))
+        assert scaled_f_sum_sf(observed, terms, capped=True) == pytest.approx(tail, rel=0.12, abs=0.002)
+
+
+def test_an_outlier_round_is_set_aside_counted_and_said():
+    rng = random.Random(25)
+    rounds = paired(1.0, n=9, sd=0.0005, rng=rng)
+    disturbed = replace(rounds, ratios=(*rounds.ratios[:4], 1.01, *rounds.ratios[5:]))
+    case = paired_case(disturbed, noise=Noise(0.0005, 24))
+    kept = without_outliers(case)
+    assert kept.rounds == 8 and kept.outliers == 1 and 1.01 not in kept.paired.ratios
+    judged = one(kept, LAST_OF_NINE)
+    assert judged.verdict is Verdict.SAME and judged.why.endswith("; 1 outlier round set aside")
+    assert one(case, LAST_OF_NINE).verdict is Verdict.NOT_POWERED  # kept, the one round hides 0.25%
+
+
+def test_of_three_rounds_none_is_set_aside_for_a_verdict():
+    # two processes disturbed alike: the median is theirs, and the one ordinary round would be the one to go
+    case = paired_case(PairedRounds((1.0, 1.02, 1.0201)), noise=Noise(0.0005, 24))
+    assert without_outliers(case) == case
+    assert without_outliers(case, keep_at_least=2).rounds == 2  # for the whole file's spread alone
+    unpaired = unpaired_case(rounds(1e-3, rng=random.Random(1)), rounds(1e-3, rng=random.Random(2)))
+    assert without_outliers(unpaired) == unpaired
+
+
+def test_a_file_at_twice_the_truth_is_set_aside_too():
+    # pooled into every case, a file too wide leaves unchanged code NOT POWERED where its own rounds decide it
+    assert whole_file_set_aside(2.0, 100, 26) >= 0.9
+    rng = random.Random(27)
+    cases = [paired_case(paired(1.0, n=3, sd=0.001, rng=rng), noise=Noise(0.002, df),
+                         label=f"fp16/k{i} 4096x4096x4096") for i, df in enumerate(SHIPPED_DFS)]
+    assert "spread 0.5 times as much as it says" in noise_contradicted(cases)

@@ -17,8 +17,9 @@ A round's log ratio is log(1 + change) + sd * z, z by --shape:
     t3          Student's t with 3 degrees of freedom, scaled to unit sd
     correlated  z = sqrt(1 - rho) e + sqrt(rho) c, c shared by every case of the round (one process), rho 0.5
     outliers    N(0, 1), and 5% of a case's rounds shifted by 6 sd either way (a process that read off)
-A noise file (--file) is learned as `sgemm noise` learns one: each case's entry from A/A rounds of the same kind, with
-the degrees of freedom its measured entry has, then scaled: "true" (x1), "half" (x0.5), "double" (x2); or "none".
+A noise file (--file) is learned as `sgemm noise` learns one: each case's entry from A/A gates' rounds of the same kind
+(outlier rounds set aside), with the degrees of freedom its measured entry has, then scaled: "true" (x1), "half"
+(x0.5), "double" (x2); or "none".
 
 Prints one line per row and, last, one line of JSON with every row (the tests run a small version).
 Usage, from the repository root:
@@ -38,6 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sgemm.gate.looks import Schedule, run_looks
+from sgemm.gate.noise import paired_entry
 from sgemm.gate.verdict import Verdict
 from sgemm.rounds.evidence import Case, Noise, PairedRounds
 
@@ -48,6 +50,7 @@ CHANGE = 0.005  # the A/B gates' one slowed case
 CORRELATION = 0.5
 OUTLIER_SHARE, OUTLIER_SDS = 0.05, 6.0
 FILE_SCALES = {"none": None, "true": 1.0, "half": 0.5, "double": 2.0}
+LEARNING_GATE_ROUNDS = 9  # the rounds of one A/A gate a noise file is learned from: the gate's most
 SHAPES = ("normal", "t3", "correlated", "outliers")
 # The full table: (cases, shape, file), each row with A/A and A/B gates.
 FULL_ROWS = [(cases, shape, file) for cases in (14, 58, 260) for shape, file in (
@@ -126,11 +129,15 @@ def draw(rng: random.Random, shape: str, common: float = 0.0) -> float:
 
 
 def learned(rng: random.Random, shape: str, sd: float, df: int, scale: float) -> Noise:
-    """An entry as `sgemm noise` learns it from df + 1 rounds of this kind (the common term of another gate's rounds
-    is one value for all of them, so it leaves the spread as it is), scaled."""
-    logs = [sd * draw(rng, shape if shape != "correlated" else "normal") for _ in range(df + 1)]
-    mean = sum(logs) / len(logs)
-    return Noise(scale * math.sqrt(sum((x - mean) ** 2 for x in logs) / df), df)
+    """An entry as `sgemm noise` learns it (sgemm.gate.noise.paired_entry), from A/A gates of at most
+    LEARNING_GATE_ROUNDS rounds of this kind whose degrees of freedom add up to df (the common term of another
+    gate's rounds is one value for all of them, so it leaves the spread as it is), scaled."""
+    kind = shape if shape != "correlated" else "normal"
+    sizes = [LEARNING_GATE_ROUNDS] * (df // (LEARNING_GATE_ROUNDS - 1))
+    if rest := df % (LEARNING_GATE_ROUNDS - 1):
+        sizes.append(rest + 1)
+    entry = paired_entry([[sd * draw(rng, kind) for _ in range(size)] for size in sizes])
+    return Noise(scale * entry.sd, entry.df)
 
 
 def one_gate(rng: random.Random, row: Row, cases: list[tuple[str, str]], measured: dict, changed: int | None) -> dict:
@@ -143,18 +150,18 @@ def one_gate(rng: random.Random, row: Row, cases: list[tuple[str, str]], measure
     drawn: dict[str, list[float]] = {label: [] for label in labels}
     common: list[float] = []
 
-    def measure(wanted: list[str], rounds: int) -> dict[str, Case]:
-        while len(common) < rounds:
+    def measure(wanted: dict[str, int]) -> dict[str, Case]:
+        while len(common) < max(wanted.values()):
             common.append(rng.gauss(0, 1))
         found = {}
-        for label in wanted:
+        for label, rounds in wanted.items():
             i = index[label]
             change = CHANGE if i == changed else 0.0
             while len(drawn[label]) < rounds:
                 z = draw(rng, row.shape, common[len(drawn[label])])
                 drawn[label].append(math.exp(math.log1p(change) + truth.sd[i] * z))
-            found[label] = Case(label, label.split(" ")[0], THRESHOLD, paired=PairedRounds(tuple(drawn[label])),
-                                noise=noise.get(label))
+            found[label] = Case(label, label.split(" ")[0], THRESHOLD,
+                                paired=PairedRounds(tuple(drawn[label][:rounds])), noise=noise.get(label))
         return found
 
     outcome = run_looks(labels, measure, Schedule())
