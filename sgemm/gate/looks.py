@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..rounds.evidence import FALSE_DISCOVERY_RATE, MIN_ROUNDS, POWER, Case
 from ..rounds.outliers import REPLACED_AT_MOST
@@ -89,12 +89,15 @@ def run_looks(labels: list[str], measure: Measure, schedule: Schedule = Schedule
         asked = {label: max(asked.get(label, 0), rounds + replaced.get(label, 0)) for label in open_labels}
         cases = measure(asked)
         most = max(most, *asked.values())
-        present = [without_outliers(cases[label]) for label in open_labels if label in cases]
         # What a spread alone may set aside (of three rounds, one): the whole file's check, and the rounds a case
         # whose verdict could not yet set its outlier aside is to be timed in its place.
         spreads = {label: without_outliers(cases[label], keep_at_least=2) for label in open_labels if label in cases}
         if not looks:
             file_note = noise_contradicted(list(spreads.values()))
+        if file_note:  # a file set aside tells no outlier either
+            cases = {label: replace(case, noise=None) for label, case in cases.items()}
+            spreads = {label: without_outliers(cases[label], keep_at_least=2) for label in spreads}
+        present = [without_outliers(cases[label]) for label in open_labels if label in cases]
         looks += 1
         past_main = rounds >= schedule.max_rounds
         level = Level(spending.alpha(rounds, rounds_before), family, horizon if past_main else schedule.max_rounds,

@@ -144,3 +144,15 @@ def test_a_case_that_cannot_decide_does_not_hold_every_other_to_the_most_rounds(
     near = outcome.comparisons["near"]
     assert near.verdict is Verdict.SAME and near.case.rounds < 9
     assert outcome.comparisons["far"].verdict is Verdict.NOT_POWERED
+
+
+def test_a_noise_file_set_aside_sets_no_round_aside():
+    # entries a tenth of the true spread: the whole file is set aside, and its entries must not then tell ordinary
+    # rounds for outliers (here they set 12 rounds of 4 cases aside); from eight rounds a case's own robust sd may
+    # still tell one
+    sds = {f"c{i}": 0.001 for i in range(20)}
+    measure, _ = simulated(sds, {}, seed=9, noise={label: Noise(0.0001, 24) for label in sds})
+    outcome = run_looks(list(sds), measure, Schedule(3, 9))
+    comparisons = list(outcome.comparisons.values())
+    assert all("the noise file was set aside" in c.why for c in comparisons)
+    assert sum(c.case.outliers for c in comparisons) <= 1
