@@ -965,6 +965,7 @@ def test_ctrl_c_in_any_command_is_one_line_and_the_status_of_an_interrupt(world,
 
 # X09: the driver of a history whose `asv run` is a child that says it started and then waits; the box has no GPU.
 INTERRUPTED_HISTORY = """
+import signal
 import sys
 from pathlib import Path
 
@@ -987,6 +988,9 @@ def slow_asv(chosen, hashes):
 
 sgemm.commands.history.device_info = no_gpu
 sgemm.history.run._asv_run = slow_asv
+# Ctrl-C as a terminal's foreground job takes it, whoever started the tests: a shell without job control starts its
+# background jobs (`tests.sh &`) with SIGINT ignored, and the ignoring would be inherited down to here.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.exit(cli.main(sys.argv[2:]))
 """
 
