@@ -20,13 +20,16 @@
 #      case the same rounds (no look before them, none after), then `sgemm noise --rounds` over it and over any
 #      earlier gates' rounds in $LEARNED_FROM (folders, space-separated): $OUT/noise-MACHINE.json (MACHINE
 #      ${MACHINE:-nvidia-h100-80gb-hbm3}).
+#   ladders  the best step of the FP16 mma.sync and FP32 ladders each made about 0.6% slower (a spin in proportion to
+#      K at each block's start: tools/acceptance/inject.py), gated with default options at 4096 and 8192 on card
+#      ${CARD:-0}, while card ${EVENTS_CARD:-1} reads each slowdown with the independent cold-L2 timer.
 # Every gate's round files are kept ($keep/rounds-NAME, in the phase's tarball): noise can be learned from them, and
 # gates replayed, later. NOISE=FILE: the aa gates judge with that noise file instead of the one main holds.
 # Phases 2 to 4 judge with the noise file main holds: commit phase 1's noise.json to noise/ first.
 # Run from the repository root with .whl (the offline wheelhouse) and .bundle/main.bundle carried
 # (`git bundle create .bundle/main.bundle main`). Everything lands in $OUT/phaseN.tar.gz and $OUT/summary.txt.
 set -uo pipefail
-phase=${1:?usage: run.sh 1|2|3|4|tile|aa|aa-all|aa-4096|learn-4096|learn-8192}
+phase=${1:?usage: run.sh 1|2|3|4|tile|aa|aa-all|aa-4096|learn-4096|learn-8192|ladders}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 src=$PWD
@@ -66,11 +69,14 @@ for old, new in (('beta * *c;', 'beta * __ldcs(c);'),
     assert t.count(old) == 1, old
     t = t.replace(old, new)
 p.write_text(t)")
+ladders=$(edit ladders "from tools.acceptance import inject; import pathlib
+for place in (inject.FRAGMENT_BUFFERED_PER_K.place, inject.THREAD_TILE_16X8_PER_K.place):
+    inject.slow_by_percent(pathlib.Path('.'), place.source, 0.6)")
 git checkout -q main
-for name in main tile common; do  # source trees for the independent timer
+for name in main tile common ladders; do  # source trees for the independent timer
     mkdir -p /tmp/trees-$run_id/$name && git archive "$name" | tar -x -C /tmp/trees-$run_id/$name
 done
-say "commits: aa $aa, tile $tile, spin $spin, common $common"
+say "commits: aa $aa, tile $tile, spin $spin, common $common, ladders $ladders"
 # The Hopper ladder's 14 cases at 8192 and the two cuBLAS controls, by name: `-k fp16` is the whole precision, which
 # now holds the mma.sync steps at 8192 too.
 hopper=()
@@ -165,6 +171,15 @@ aa-all)
 aa-4096)
     limit=${AA_LIMIT_S:-450} gate aa-4096 "${CARDS:-0,1,2,3}" "$aa" -k fp32 -k fp16 -k bf16 --size 4096 --no-sweep \
         --time-unchanged --gpus all ${NOISE:+--noise "$NOISE"}
+    ;;
+ladders)
+    limit=${LADDERS_LIMIT_S:-300} gate ladders "${CARD:-0}" "$ladders" --size 4096 --size 8192 --no-sweep &
+    {
+        for kernel in fp16/mma_fragment_buffered fp32/async_thread_tile_16x8; do
+            for size in 4096 8192; do events "${EVENTS_CARD:-1}" ladders $kernel $size; done
+        done
+    } &
+    wait
     ;;
 learn-4096 | learn-8192)
     machine=${MACHINE:-nvidia-h100-80gb-hbm3}

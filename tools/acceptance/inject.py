@@ -44,6 +44,14 @@ NAIVE_BEFORE_K_LOOP = Place("kernels/fp32_naive.cu", "    for (int k = 0; k < K;
 # Each block of fp32/warptile, before it starts: a spin in proportion to K costs the same share of the block's time
 # at every size, since its main loop runs K / BK steps.
 WARPTILE_BLOCK_START = Place("kernels/fp32_warptile.cu", "    constexpr int WARP = 32;\n")
+# The same at the start of the best step of each later ladder, the file's other kernels unchanged: FP16 mma.sync's
+# fp16/mma_fragment_buffered (fp16/mma_grouped differs from it by GROUP alone) and FP32's
+# fp32/async_thread_tile_16x8 (the only 16 x 8 thread tile of its file).
+FRAGMENT_BUFFERED_BLOCK_START = Place(
+    "kernels/fp16_mma_pipelined.cu", "    extern __shared__ __align__(128) unsigned char shared[];\n",
+    only="GROUP == 1 && BN == 256 && FEATURES == (kK16 | kFragmentDoubleBuffer)")
+THREAD_TILE_16X8_BLOCK_START = Place("kernels/fp32_async.cu", "    constexpr int WARP = 32;\n",
+                                     only="TM == 16 && TN == 8")
 
 
 def replace_once(path: Path, old: str, new: str) -> None:
@@ -70,11 +78,12 @@ def spin(tree: Path, place: Place, cycles: str, why: str) -> None:
 @dataclass(frozen=True)
 class Calibration:
     """How many SM cycles of spin at a place make its kernel about 1% slower: that many in all, or, `per_k`, that
-    many per unit of K."""
+    many per `k_unit` of K."""
 
     place: Place
     cycles_per_percent: int
     per_k: bool = False
+    k_unit: int = 1
 
 
 # Measured on an H100 (the gate self-test, tools/acceptance/gate_selftest.py): 18 cycles per unit of K made
@@ -83,8 +92,15 @@ WARPTILE_PER_K = Calibration(WARPTILE_BLOCK_START, 6, per_k=True)
 # Calibrated on an H100 at 8192 (lab/2026-11-27-history-pairing/); the slowdown is not in proportion to the spin
 # (lab/2026-11-25-gate-selftest/ had a shorter one), for reasons not measured.
 HOPPER_PER_TILE = Calibration(TMA_STORE_EPILOGUE, 1670)
+# Estimated, not yet measured: a block's share of the kernel's time at 4096 on an H200 (one block an SM, each block
+# as long as the kernel over its waves: fp16/mma_fragment_buffered 0.34 ms over 3.9 waves at about 1,700 MHz, about
+# 1,500 cycles a percent; fp32/async_thread_tile_16x8 2.9 ms over 7.8 waves at 1,980 MHz, about 7,400), per 1,024 of
+# K, so that a block's spin keeps its share as K grows.
+FRAGMENT_BUFFERED_PER_K = Calibration(FRAGMENT_BUFFERED_BLOCK_START, 375, per_k=True, k_unit=1024)
+THREAD_TILE_16X8_PER_K = Calibration(THREAD_TILE_16X8_BLOCK_START, 1850, per_k=True, k_unit=1024)
 # The kernel files a slowdown by percent knows how to edit.
-CALIBRATIONS = {calibration.place.source: calibration for calibration in (WARPTILE_PER_K, HOPPER_PER_TILE)}
+CALIBRATIONS = {calibration.place.source: calibration for calibration in
+                (WARPTILE_PER_K, HOPPER_PER_TILE, FRAGMENT_BUFFERED_PER_K, THREAD_TILE_16X8_PER_K)}
 
 
 def slow_by_percent(tree: Path, source: str, percent: float) -> None:
@@ -95,7 +111,9 @@ def slow_by_percent(tree: Path, source: str, percent: float) -> None:
     calibration = CALIBRATIONS[source]
     count = round(percent * calibration.cycles_per_percent)
     if calibration.per_k:
-        spin(tree, calibration.place, f"{count}LL * K", f"History demo: spin {count} SM cycles per unit of K before "
-             f"the block starts, about {percent:g}% of its time.")
+        per = f" / {calibration.k_unit}" if calibration.k_unit > 1 else ""
+        unit = f"{calibration.k_unit} of K" if calibration.k_unit > 1 else "unit of K"
+        spin(tree, calibration.place, f"{count}LL * K{per}", f"History demo: spin {count} SM cycles per {unit} "
+             f"before the block starts, about {percent:g}% of its time.")
     else:
         spin(tree, calibration.place, str(count), f"History demo: spin {count} SM cycles a tile before its TMA stores.")

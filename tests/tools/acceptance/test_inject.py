@@ -19,6 +19,8 @@ SLOWED = [
     (inject.TMA_STORE_EPILOGUE, {"fp16/wgmma_grouped_tma_store", "bf16/wgmma_grouped_tma_store"}, "sm_90a"),
     (inject.NAIVE_BEFORE_K_LOOP, {"fp32/naive"}, "sm_90"),
     (inject.WARPTILE_BLOCK_START, {"fp32/warptile"}, "sm_90"),
+    (inject.FRAGMENT_BUFFERED_BLOCK_START, {"fp16/mma_fragment_buffered"}, "sm_90"),
+    (inject.THREAD_TILE_16X8_BLOCK_START, {"fp32/async_thread_tile_16x8"}, "sm_90"),
 ]
 
 
@@ -55,6 +57,9 @@ def test_a_percent_becomes_its_calibrated_cycles(tmp_path):
     inject.slow_by_percent(tree, inject.WARPTILE_PER_K.place.source, 2.0)
     assert "clock64() + 1670; clock64() < until;" in (tree / "kernels" / "wgmma_specialized.cu").read_text()
     assert "clock64() + 12LL * K; clock64() < until;" in (tree / "kernels" / "fp32_warptile.cu").read_text()
+    inject.slow_by_percent(tree, inject.FRAGMENT_BUFFERED_PER_K.place.source, 0.6)
+    assert "clock64() + 225LL * K / 1024; clock64() < until;" in \
+        (tree / "kernels" / "fp16_mma_pipelined.cu").read_text()
 
 
 def test_a_file_the_edit_does_not_expect_is_refused_and_left_as_it_was(tmp_path):
