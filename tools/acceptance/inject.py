@@ -92,12 +92,11 @@ WARPTILE_PER_K = Calibration(WARPTILE_BLOCK_START, 6, per_k=True)
 # Calibrated on an H100 at 8192 (lab/2026-11-27-history-pairing/); the slowdown is not in proportion to the spin
 # (lab/2026-11-25-gate-selftest/ had a shorter one), for reasons not measured.
 HOPPER_PER_TILE = Calibration(TMA_STORE_EPILOGUE, 1670)
-# Estimated, not yet measured: a block's share of the kernel's time at 4096 on an H200 (one block an SM, each block
-# as long as the kernel over its waves: fp16/mma_fragment_buffered 0.34 ms over 3.9 waves at about 1,700 MHz, about
-# 1,500 cycles a percent; fp32/async_thread_tile_16x8 2.9 ms over 7.8 waves at 1,980 MHz, about 7,400), per 1,024 of
-# K, so that a block's spin keeps its share as K grows.
-FRAGMENT_BUFFERED_PER_K = Calibration(FRAGMENT_BUFFERED_BLOCK_START, 375, per_k=True, k_unit=1024)
-THREAD_TILE_16X8_PER_K = Calibration(THREAD_TILE_16X8_BLOCK_START, 1850, per_k=True, k_unit=1024)
+# Measured on an H200 (lab/2026-11-28-four-cards, call 16, the independent cold-L2 timer): 225 cycles per 1,024 of K
+# made fp16/mma_fragment_buffered 0.17% slower at 4096 and 0.32% at 8192 (not in proportion to K: the count holds
+# at 4096), and 1,110 made fp32/async_thread_tile_16x8 0.39% slower at 4096 and at 8192.
+FRAGMENT_BUFFERED_PER_K = Calibration(FRAGMENT_BUFFERED_BLOCK_START, 1320, per_k=True, k_unit=1024)
+THREAD_TILE_16X8_PER_K = Calibration(THREAD_TILE_16X8_BLOCK_START, 2850, per_k=True, k_unit=1024)
 # The kernel files a slowdown by percent knows how to edit.
 CALIBRATIONS = {calibration.place.source: calibration for calibration in
                 (WARPTILE_PER_K, HOPPER_PER_TILE, FRAGMENT_BUFFERED_PER_K, THREAD_TILE_16X8_PER_K)}
