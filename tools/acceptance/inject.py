@@ -95,7 +95,8 @@ HOPPER_PER_TILE = Calibration(TMA_STORE_EPILOGUE, 1670)
 # Measured on an H200 (lab/2026-11-28-four-cards, calls 16-18, the independent cold-L2 timer), per 1,024 of K:
 # fp16/mma_fragment_buffered 0.17% slower at 4096 and 0.32% at 8192 with 225 cycles, 1.23% and 1.56% with 792 (the
 # slowdown not in proportion to the spin, nor to K); fp32/async_thread_tile_16x8 0.39% at 4096 and 8192 with 1,110,
-# 0.49% (4096) with 1,710. The FP16 count is the one for about 0.5% at 4096, read between the two.
+# 0.49% (4096) with 1,710; fp16/mma_fragment_buffered again, with 400 (read between the two): 0.43% at 4096 and
+# 0.64% at 8192.
 FRAGMENT_BUFFERED_PER_K = Calibration(FRAGMENT_BUFFERED_BLOCK_START, 667, per_k=True, k_unit=1024)
 THREAD_TILE_16X8_PER_K = Calibration(THREAD_TILE_16X8_BLOCK_START, 2850, per_k=True, k_unit=1024)
 # The kernel files a slowdown by percent knows how to edit.
