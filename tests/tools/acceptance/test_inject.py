@@ -46,8 +46,10 @@ def test_a_spin_changes_the_slowed_kernels_programs_and_no_other_of_their_file(p
     before, after = sourcetree.kernels(plain), sourcetree.kernels(spun)
     same_file = {name for name, kernel in after.items() if f"kernels/{kernel.source}" == place.source}
     assert slowed <= same_file
+    # The PTX, the program the edit writes: once, in a CI run under load, an unchanged kernel's cubin differed with
+    # the same source (cause not found; the gate would then time that case, which costs time, not a verdict).
     changed = {name for name in same_file
-               if compile_offline(before[name], arch).cubin != compile_offline(after[name], arch).cubin}
+               if compile_offline(before[name], arch).ptx != compile_offline(after[name], arch).ptx}
     assert changed == slowed
 
 
