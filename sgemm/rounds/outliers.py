@@ -30,7 +30,7 @@ SCALE_DF = 8
 OUTLIER_SHARE = 0.5
 # A case gets a round more for each round set aside, up to this many: what an outlier round took from it.
 REPLACED_AT_MOST = 3
-# Passes of ordinary_groups at most: each sets aside at least one round more than the one before, or ends it.
+# Passes of ordinary_groups at most; they end sooner where a pass keeps the rounds the one before it kept.
 LEARNING_PASSES = 10
 
 
