@@ -1,5 +1,5 @@
 """tools/acceptance/inject.py, the one kernel-slowing edit of the acceptance runs, on this repository's kernels with no
-GPU: each place is where its kernel file has it once, a spin changes the programs of the kernels it is meant to slow
+GPU: each place is where its kernel file has it once, a spin reaches the programs of the kernels it is meant to slow
 and of no other kernel of their file (compiled offline, as the resource suite compiles them), the percent a demo asks
 for becomes its calibrated count of cycles, and a file that is not the one an edit expects is refused."""
 
@@ -38,7 +38,7 @@ def test_each_place_is_in_its_kernel_file_once(place):
 
 
 @pytest.mark.parametrize("place, slowed, arch", SLOWED, ids=[place.source for place, _, _ in SLOWED])
-def test_a_spin_changes_the_slowed_kernels_programs_and_no_other_of_their_file(place, slowed, arch, tmp_path):
+def test_a_spin_reaches_the_slowed_kernels_programs_and_no_other_of_their_file(place, slowed, arch, tmp_path):
     plain, spun = source_tree(tmp_path / "plain"), source_tree(tmp_path / "spun")
     inject.spin(spun, place, "K" if place.only else "100", "a test's spin")
     text = (spun / place.source).read_text()
@@ -46,11 +46,12 @@ def test_a_spin_changes_the_slowed_kernels_programs_and_no_other_of_their_file(p
     before, after = sourcetree.kernels(plain), sourcetree.kernels(spun)
     same_file = {name for name, kernel in after.items() if f"kernels/{kernel.source}" == place.source}
     assert slowed <= same_file
-    # The PTX, the program the edit writes: once, in a CI run under load, an unchanged kernel's cubin differed with
-    # the same source (cause not found; the gate would then time that case, which costs time, not a verdict).
-    changed = {name for name in same_file
-               if compile_offline(before[name], arch).ptx != compile_offline(after[name], arch).ptx}
-    assert changed == slowed
+    # Where the spin's reads of the SM's cycle counter land: in CI runs under load, NVRTC has numbered an unchanged
+    # kernel's registers otherwise for a source that differs only in a discarded branch (cause not found), so the
+    # whole PTX or cubin cannot be the test; the gate then times such a case, which costs time, not a verdict.
+    assert not any("%clock64" in compile_offline(before[name], arch).ptx for name in same_file)
+    spinning = {name for name in same_file if "%clock64" in compile_offline(after[name], arch).ptx}
+    assert spinning == slowed
 
 
 def test_a_percent_becomes_its_calibrated_cycles(tmp_path):
