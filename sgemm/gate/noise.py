@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..atomic import write_atomically
 from ..results import asvsuite
-from ..rounds.evidence import Noise
+from ..rounds.evidence import Noise, pooled_noise
 from ..rounds.outliers import ordinary_groups
 
 NOISE_DIR = "noise"
@@ -40,27 +40,16 @@ class NoiseFileError(RuntimeError):
 
 
 def learn(results_dir: Path, machine: str) -> tuple[dict[str, Noise], int]:
-    """Every case's pooled between-round noise over the machine's runs, and how many runs there were."""
-    squares: dict[str, float] = {}
-    dfs: dict[str, int] = {}
+    """Every case's pooled between-round noise over the machine's runs, and how many runs there were. A case whose
+    rounds all read the same figure teaches nothing of its spread and is left out."""
+    groups: dict[str, list[list[float]]] = {}
     runs = asvsuite.runs(results_dir, machine, strict=True)  # a run left out would change every figure
     for run in runs:
         for benchmark in (asvsuite.GEMM, asvsuite.SHAPES):
             for case in run.values(benchmark, asvsuite.ROUND_TIME):
                 medians = [m for m in run.samples(case, asvsuite.ROUND_TIME) or [] if m and m > 0]
-                if len(medians) < 2:
-                    continue
-                logs = [math.log(m) for m in medians]
-                mean = sum(logs) / len(logs)
-                squares[case.label] = squares.get(case.label, 0.0) + sum((x - mean) ** 2 for x in logs)
-                dfs[case.label] = dfs.get(case.label, 0) + len(logs) - 1
-    return _learned(squares, dfs), len(runs)
-
-
-def _learned(squares: dict[str, float], dfs: dict[str, int]) -> dict[str, Noise]:
-    """Each case's pooled sd and degrees of freedom; a case whose rounds all read the same figure teaches nothing
-    of its spread and is left out."""
-    return {label: Noise(math.sqrt(squares[label] / dfs[label]), dfs[label]) for label in squares if squares[label] > 0}
+                groups.setdefault(case.label, []).append([math.log(m) for m in medians])
+    return {label: entry for label, logs in groups.items() if (entry := pooled_noise(logs, 0.0))}, len(runs)
 
 
 def round_files(work_dir: Path) -> list[Path]:
@@ -116,13 +105,7 @@ def learn_paired(work_dirs: list[Path]) -> tuple[dict[str, Noise], int, dict | N
 def paired_entry(groups: list[list[float]]) -> Noise | None:
     """One case's paired noise from its log round ratios, a group a gate: each about its own mean, pooled, outlier
     rounds set aside first; None where no group has two rounds or every round read the same."""
-    squares, dof = 0.0, 0
-    for values in ordinary_groups(groups):
-        if len(values) >= 2:
-            mean = sum(values) / len(values)
-            squares += sum((x - mean) ** 2 for x in values)
-            dof += len(values) - 1
-    return Noise(math.sqrt(squares / dof), dof) if squares > 0 else None
+    return pooled_noise(ordinary_groups(groups), 0.0)
 
 
 @dataclass

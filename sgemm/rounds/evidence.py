@@ -241,8 +241,9 @@ def pooled_noise(groups: list[list[float]], resolution: float, *more: Noise | No
                  outlier_reach: float = 0.0) -> Noise | None:
     """One spread from several groups of log figures of one case, box and setting (each group about its own mean,
     as a commit's rounds of a bisect) and any further entries (a noise file's), pooled by degrees of freedom; None
-    when nothing gives one. `outlier_reach` (when above 0): a figure further than that from its group's median is
-    left out first (`ordinary`), so that an outlier round does not inflate the spread."""
+    when nothing gives one, or where every figure agrees and no resolution floors the spread. `outlier_reach` (when
+    above 0): a figure further than that from its group's median is left out first (`ordinary`), so that an outlier
+    round does not inflate the spread."""
     groups = [ordinary(values, outlier_reach) for values in groups]
     groups = [list(values) for values in groups if len(values) >= 2]
     squares, dof = 0.0, 0
@@ -252,9 +253,8 @@ def pooled_noise(groups: list[list[float]], resolution: float, *more: Noise | No
     for entry in more:
         if entry is not None:
             squares, dof = squares + entry.sd ** 2 * entry.df, dof + entry.df
-    if dof == 0:
-        return None
-    return Noise(max(math.sqrt(squares / dof), resolution / math.sqrt(12)), dof)
+    sd = max(math.sqrt(squares / dof), resolution / math.sqrt(12)) if dof else 0.0
+    return Noise(sd, dof) if sd > 0 else None
 
 
 def wider_than(own: Noise, pool: Noise, level: float) -> bool:

@@ -222,3 +222,10 @@ def test_a_disturbed_round_is_not_learned_into_the_paired_noise(tmp_path):
     assert gates == 3 and learned[label].df == 23
     assert learned[label].sd == pytest.approx(noise.paired_entry([base, base[:3] + base[4:], base]).sd)
     assert learned[label].sd < 0.0011
+
+
+def test_paired_rounds_that_all_read_the_same_teach_no_entry(tmp_path):
+    # the outlier passes pool the rounds they keep: a spread of 0 is no entry, not a refused one
+    write_paired_gate(tmp_path / "a", [{"fp16/k 8192x8192x8192": 1.0}] * 3)
+    learned, gates, _ = noise.learn_paired([tmp_path / "a"])
+    assert gates == 1 and learned == {}
