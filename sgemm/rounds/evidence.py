@@ -97,10 +97,8 @@ class PairedRounds:
 
     def without(self, rounds: list[int]) -> PairedRounds:
         """These rounds less those at the positions `rounds` (every figure of a round goes with it)."""
-        gone = set(rounds)
-
         def kept(figures: tuple) -> tuple:
-            return tuple(figure for i, figure in enumerate(figures) if i not in gone)
+            return tuple(without_positions(list(figures), rounds))
 
         return replace(self, ratios=kept(self.ratios), base_clocks_mhz=kept(self.base_clocks_mhz),
                        head_clocks_mhz=kept(self.head_clocks_mhz), base_s=kept(self.base_s), head_s=kept(self.head_s),
@@ -228,13 +226,25 @@ def robust_sd(groups: list[list[float]], at_least: int = 1) -> float:
     return 1.4826 * median(deviations) if deviations and len(deviations) >= at_least else 0.0
 
 
-def ordinary(values: list[float], reach: float) -> list[float]:
-    """`values` that lie within `reach` of their median, in order (the Hampel identifier's rule: median plus or minus
-    a multiple of a robust sd); all of them when `reach` is not above 0."""
+def far_from_median(values: list[float], reach: float) -> list[int]:
+    """The positions of the `values` further than `reach` from their median (the Hampel identifier's rule: median
+    plus or minus a multiple of a robust sd); none when `reach` is not above 0."""
     if not reach > 0 or not values:
-        return list(values)
+        return []
     middle = median(values)
-    return [v for v in values if abs(v - middle) <= reach]
+    return [i for i, v in enumerate(values) if abs(v - middle) > reach]
+
+
+def without_positions(values: list[float], positions: list[int]) -> list[float]:
+    """`values` less those at `positions`, in order."""
+    gone = set(positions)
+    return [v for i, v in enumerate(values) if i not in gone]
+
+
+def ordinary(values: list[float], reach: float) -> list[float]:
+    """`values` that lie within `reach` of their median, in order (far_from_median); all of them when `reach` is
+    not above 0."""
+    return without_positions(values, far_from_median(values, reach))
 
 
 def pooled_noise(groups: list[list[float]], resolution: float, *more: Noise | None,

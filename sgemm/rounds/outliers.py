@@ -7,9 +7,7 @@ rounds aside and time a round more in the place of each.
 
 from __future__ import annotations
 
-from statistics import median
-
-from .evidence import Noise, pooled_noise, robust_sd, spread_bound
+from .evidence import Noise, far_from_median, pooled_noise, robust_sd, spread_bound, without_positions
 
 # A spread known from elsewhere (a pool, a noise file) is taken at this upper confidence bound of its estimate: one
 # learned from few rounds may be low by chance, and ordinary rounds must stay.
@@ -62,7 +60,7 @@ def ordinary_groups(groups: list[list[float]]) -> list[list[float]]:
     outliers it is to tell (masking), and one pass at a wide reach leaves those near it in."""
     reach, kept = OUTLIER_SD * robust_sd(groups, SCALE_DF), None
     for _ in range(LEARNING_PASSES):
-        now = [[value for i, value in enumerate(values) if i not in set(_far(values, reach))] for values in groups]
+        now = [without_positions(values, _far(values, reach)) for values in groups]
         spread = pooled_noise(now, 0.0)
         if now == kept or spread is None:
             return now
@@ -71,16 +69,12 @@ def ordinary_groups(groups: list[list[float]]) -> list[list[float]]:
 
 
 def _far(logs: list[float], reach: float) -> list[int]:
-    """The positions of the figures further than `reach` from their median; none where more than OUTLIER_SHARE of
-    them are, or `reach` is not above 0."""
-    if not reach > 0 or not logs:
-        return []
-    middle = median(logs)
-    far = [i for i, value in enumerate(logs) if abs(value - middle) > reach]
+    """The positions of the figures further than `reach` from their median (far_from_median); none where more than
+    OUTLIER_SHARE of them are."""
+    far = far_from_median(logs, reach)
     return [] if len(far) > OUTLIER_SHARE * len(logs) else far
 
 
 def ordinary_rounds(logs: list[float], known: Noise | None) -> list[float]:
     """A commit's log round ratios less its outlier rounds (outlier_indices)."""
-    far = set(outlier_indices(logs, known))
-    return [value for i, value in enumerate(logs) if i not in far]
+    return without_positions(logs, outlier_indices(logs, known))
