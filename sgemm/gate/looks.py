@@ -89,14 +89,12 @@ def run_looks(labels: list[str], measure: Measure, schedule: Schedule = Schedule
         asked = {label: max(asked.get(label, 0), rounds + replaced.get(label, 0)) for label in open_labels}
         cases = measure(asked)
         most = max(most, *asked.values())
-        # What a spread alone may set aside (of three rounds, one): the whole file's check, and the rounds a case
-        # whose verdict could not yet set its outlier aside is to be timed in its place.
-        spreads = {label: without_outliers(cases[label], keep_at_least=2) for label in open_labels if label in cases}
-        if not looks:
-            file_note = noise_contradicted(list(spreads.values()))
-        if file_note:  # a file set aside tells no outlier either
-            cases = {label: replace(case, noise=None) for label, case in cases.items()}
-            spreads = {label: without_outliers(cases[label], keep_at_least=2) for label in spreads}
+        if file_note:
+            cases = _without_noise(cases)
+        spreads = _spreads(cases)
+        if not looks and (file_note := noise_contradicted(list(spreads.values()))):
+            cases = _without_noise(cases)
+            spreads = _spreads(cases)
         present = [without_outliers(cases[label]) for label in open_labels if label in cases]
         looks += 1
         past_main = rounds >= schedule.max_rounds
@@ -127,3 +125,14 @@ def run_looks(labels: list[str], measure: Measure, schedule: Schedule = Schedule
                      for c in still_open)
         rounds_before, rounds = rounds, min(level.max_rounds, max(rounds + 1, wanted))
     return LooksOutcome(decided, most, looks, extended)
+
+
+def _spreads(cases: dict[str, Case]) -> dict[str, Case]:
+    """The cases less what a spread alone may set aside (of three rounds, one): for the whole file's check, and for
+    the rounds a case whose verdict could not yet set its outlier aside is to be timed in its place."""
+    return {label: without_outliers(case, keep_at_least=2) for label, case in cases.items()}
+
+
+def _without_noise(cases: dict[str, Case]) -> dict[str, Case]:
+    """The cases judged with no noise file: one set aside tells no outlier either."""
+    return {label: replace(case, noise=None) for label, case in cases.items()}

@@ -265,8 +265,9 @@ def noise_contradicted(cases: list[Case]) -> str | None:
         if case.noise and case.noise.df >= WHOLE_FILE_MIN_DF:
             squares, case_dof = _own_spread(case)
             if case_dof:
-                statistic += min(squares / case.noise.sd ** 2, term_cap(case_dof, case.noise.df))
-                ratio += squares / case.noise.sd ** 2
+                term = squares / case.noise.sd ** 2
+                statistic += min(term, term_cap(case_dof, case.noise.df))
+                ratio += term
                 dof += case_dof
                 terms.append((case_dof, case.noise.df))
     if not dof:
