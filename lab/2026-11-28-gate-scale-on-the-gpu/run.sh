@@ -8,9 +8,12 @@
 #   3  the A/A Hopper gate and the common.cuh gate with --gpus 4, then the tile-order change (card 0) and the
 #      800-cycle epilogue spin (card 1) gated with default options, while cards 2-3 run the independent timer on the
 #      tile order at 4096 and on a sample of the common.cuh edit's kernels;
-#   4  the common.cuh edit gated at 4096 on one card;
-#   tile  the tile-order change alone, gated with default options on card ${CARD:-0} (the rest of the box left to
-#      other work);
+#   4  the common.cuh edit gated at 4096 on card ${CARD:-0};
+#   3-gpus4  phase 3's two gates over the four cards alone (the A/A Hopper gate and the common.cuh gate, --gpus 4);
+#   tile, spin  the tile-order change or the 800-cycle epilogue spin alone, gated with default options on card
+#      ${CARD:-0} (the rest of the box left to other work);
+#   events-tile  the independent cold-L2 timer on the tile-order change, both kernels, three processes each, at
+#      ${SIZES:-4096} on card ${CARD:-0};
 #   aa  one A/A gate of the Hopper ladder at 8192, timing forced, on card ${CARD:-0}, cut at ${AA_LIMIT_S:-450} s;
 #      two may run at once, on two cards (CARD names each one's folders);
 #   aa-all  the same gate with --gpus all over the cards ${CARDS:-0,1,2,3};
@@ -29,7 +32,7 @@
 # Run from the repository root with .whl (the offline wheelhouse) and .bundle/main.bundle carried
 # (`git bundle create .bundle/main.bundle main`). Everything lands in $OUT/phaseN.tar.gz and $OUT/summary.txt.
 set -uo pipefail
-phase=${1:?usage: run.sh 1|2|3|4|tile|aa|aa-all|aa-4096|learn-4096|learn-8192|ladders}
+phase=${1:?usage: run.sh 1|2|3|3-gpus4|4|tile|spin|events-tile|aa|aa-all|aa-4096|learn-4096|learn-8192|ladders}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 src=$PWD
@@ -155,10 +158,24 @@ case $phase in
     wait
     ;;
 4)
-    gate common-one 0 "$common" --size 4096 --no-sweep
+    limit=${COMMON_LIMIT_S:-540} gate common-one "${CARD:-0}" "$common" --size 4096 --no-sweep
+    ;;
+3-gpus4)
+    limit=200 gate aa-gpus4 0,1,2,3 "$aa" "${hopper[@]}" --size 8192 --no-sweep --time-unchanged --gpus 4
+    limit=200 gate common-gpus4 0,1,2,3 "$common" --size 4096 --no-sweep --gpus 4
     ;;
 tile)
     limit=${TILE_LIMIT_S:-330} gate tile "${CARD:-0}" "$tile" --size 4096 --size 8192 --no-sweep
+    ;;
+spin)
+    limit=${SPIN_LIMIT_S:-330} gate spin "${CARD:-0}" "$spin" --size 4096 --size 8192 --no-sweep
+    ;;
+events-tile)
+    for size in ${SIZES:-4096}; do
+        for kernel in fp16/wgmma_grouped_tma_store bf16/wgmma_grouped_tma_store; do
+            for process in 1 2 3; do events "${CARD:-0}" tile $kernel $size; done
+        done
+    done
     ;;
 aa)
     limit=${AA_LIMIT_S:-450} gate aa-card"${CARD:-0}" "${CARD:-0}" "$aa" "${hopper[@]}" --size 8192 --no-sweep \

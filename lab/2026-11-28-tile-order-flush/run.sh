@@ -6,7 +6,8 @@
 # builds every launch). Each of the four combinations, twice, on one card (CUDA_VISIBLE_DEVICES, else card 0):
 # ab_events with --flush-with fill|memset, and the paired timer (probe.py --trees) with --flush-with fill|memset|kernel
 # (a 16-byte-store kernel of the probe's own).
-# REPEATS (2), EVENT_FLUSHES (fill memset) and PAIRED_FLUSHES (fill memset kernel; also timer: the timer's own, and
+# REPEATS (2), EVENT_FLUSHES (fill memset; also memset+idle: the card idle IDLE_US after the memset, the duty cycle
+# of fill without its traffic) and PAIRED_FLUSHES (fill memset kernel; also timer: the timer's own, and
 # read) choose what runs. Run from the repository root with .whl carried; results under $OUT/tile-flush/.
 set -uo pipefail
 OUT=${OUT:-$PWD/out}/tile-flush
@@ -28,8 +29,10 @@ PY
 for kernel in fp16/wgmma_grouped_tma_store bf16/wgmma_grouped_tma_store; do
     for repeat in $(seq "${REPEATS:-2}"); do
         for how in ${EVENT_FLUSHES-fill memset}; do
+            # memset+idle: cudaMemsetAsync, then the card left idle IDLE_US (default 450: about what fill takes)
+            idle=() && [[ $how == *+idle ]] && idle=(--idle-us "${IDLE_US:-450}")
             timeout 90 python3 -m tools.acceptance.ab_events $trees/main $trees/tile $kernel 4096 --flush-l2 \
-                --flush-with $how >> "$OUT/events.jsonl" 2>> "$OUT/events.err"
+                --flush-with "${how%+idle}" "${idle[@]}" >> "$OUT/events.jsonl" 2>> "$OUT/events.err"
         done
         for how in ${PAIRED_FLUSHES-fill memset kernel}; do
             timeout 90 python3 lab/2026-11-28-paired-timer-idle/probe.py $kernel 4096 --trees $trees/main $trees/tile \
@@ -44,6 +47,7 @@ for name in ("events", "paired"):
     path = out / f"{name}.jsonl"
     for line in path.read_text().splitlines() if path.exists() else []:
         d = json.loads(line)
-        print(name, d.get("kernel") or d.get("case"), d["l2"], f"{d['ratio']:.4f}", d.get("interval", ""),
+        print(name, d.get("kernel") or d.get("case"), d["l2"], f"idle {d.get('idle_us', 0)} us", f"{d['ratio']:.4f}",
+              d.get("interval", ""), f"SM {d.get('sm_clock_mhz_median')} MHz, {d.get('power_w_median')} W",
               f"base {d['base_us']:.1f} us, flush {d['flush_us_a_launch']:.1f} us a launch" if "base_us" in d else "")
 PY

@@ -13,11 +13,14 @@ Each build is checked against FP64, then after WARMUP_S of alternating runs, run
 is the median of the second tree's runs (per launch) over the first's. Its 95% interval comes from WINDOWS equal
 stretches of the timed runs, each giving the same ratio of medians: a t-interval on their logarithms, around the
 ratio of the whole. With --flush-l2, a buffer twice the L2 is written before every launch, outside the events
-(by a CuPy kernel, or with --flush-with memset by cudaMemsetAsync), and each launch is a run of its own.
+(by a CuPy kernel, or with --flush-with memset by cudaMemsetAsync), and each launch is a run of its own. --idle-us
+adds that long a wait after each flush (one thread spinning on the GPU's timer, the card otherwise idle): a flush as
+slow as `fill` without its traffic, to tell a kernel's lower duty cycle (further from the power cap) from what the
+flush leaves in L2. The SM clock and board power are read about every 0.1 s while the runs are timed.
 
 Usage, from the repository root (on a GPU box):
     python -m tools.acceptance.ab_events TREE_A TREE_B KERNEL SIZE [--seconds 6] [--run 10] [--flush-l2]
-                                             [--flush-with fill|memset]
+                                             [--flush-with fill|memset] [--idle-us 0]
 (a tree is a folder holding kernels/ and sgemm/catalogue.toml, e.g. from `git archive`). Prints one line of JSON.
 """
 
@@ -51,12 +54,17 @@ def main() -> int:
     parser.add_argument("--flush-with", choices=("fill", "memset"), default="fill",
                         help="how the buffer is written: a CuPy kernel (fill) or cudaMemsetAsync, as the paired "
                              "timer and NVBench write theirs")
+    parser.add_argument("--idle-us", type=float, default=0.0,
+                        help="with --flush-l2, the GPU left idle this long after each flush (default 0)")
     args = parser.parse_args()
+    if args.idle_us < 0 or (args.idle_us and not args.flush_l2):
+        parser.error("--idle-us takes a duration of 0 or more microseconds, with --flush-l2")
 
     import cupy
 
     from sgemm import sourcetree
     from sgemm.measuring.problem import make_problem, rebind
+    from sgemm.measuring.telemetry import CardReadings, collect_power_w
     from sgemm.measuring.verify import verify
 
     kernel_a, kernel_b = (sourcetree.kernels(tree)[args.kernel] for tree in (args.tree_a, args.tree_b))
@@ -65,17 +73,30 @@ def main() -> int:
     errors = [verify(problem) for problem in problems]
     flush = cupy.empty(2 * cupy.cuda.Device().attributes["L2CacheSize"], dtype=cupy.uint8)
     launches = 1 if args.flush_l2 else args.run
+    # One thread waits on the GPU's nanosecond timer: the stream holds the next launch back without loading the card.
+    idle = cupy.RawKernel(r'''
+extern "C" __global__ void idle_for(unsigned long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
+}''', "idle_for")
+    readings = CardReadings.of(cupy.cuda.Device().id)
+    clocks_mhz: list[float] = []
+    power_w: list[float] = []
 
     def write_flush(value: int) -> None:
         if args.flush_with == "fill":
             flush.fill(value)
         else:
             cupy.cuda.runtime.memsetAsync(flush.data.ptr, value, flush.nbytes, cupy.cuda.get_current_stream().ptr)
+        if args.idle_us:
+            idle((1,), (1,), (cupy.uint64(round(args.idle_us * 1e3)),))
 
     times: list[list[float]] = [[], []]
     windows: list[list[int]] = [[], []]  # which stretch of the timed runs each run falls in
     started = time.monotonic()
     turn = 0
+    last_read = 0.0
     while time.monotonic() - started < WARMUP_S + args.seconds:
         # QUEUED turns are queued before the host waits on any, so that the GPU runs them back to back, as under load.
         pending = []
@@ -91,6 +112,10 @@ def main() -> int:
                     problems[build].launch()
                 end.record()
                 pending.append((build, start, end))
+        if readings is not None and time.monotonic() - last_read >= 0.1 and time.monotonic() - started >= WARMUP_S:
+            last_read = time.monotonic()
+            clocks_mhz.append(readings.sm_clock_mhz())
+            power_w.append(collect_power_w(readings.handle))
         pending[-1][2].synchronize()
         timed_s = time.monotonic() - started - WARMUP_S
         if timed_s >= 0:
@@ -102,7 +127,9 @@ def main() -> int:
     print(json.dumps({"kernel": args.kernel, "size": args.size, "ratio": b / a, "interval": interval(times, windows),
                       "median_s": [a, b],
                       "runs": [len(t) for t in times], "launches_a_run": launches, "relative_errors": errors,
-                      "l2": f"flushed ({args.flush_with})" if args.flush_l2 else "warm"}))
+                      "l2": f"flushed ({args.flush_with})" if args.flush_l2 else "warm", "idle_us": args.idle_us,
+                      "sm_clock_mhz_median": median(clocks_mhz) if clocks_mhz else None,
+                      "power_w_median": median(power_w) if power_w else None}))
     return 0
 
 

@@ -35,3 +35,14 @@ def test_the_interval_narrows_with_more_runs():
 def test_one_window_gives_no_interval():
     times = [[1e-3, 1e-3], [1e-3, 1e-3]]
     assert ab_events.interval(times, [[0, 0], [0, 0]]) is None
+
+
+def test_an_idle_wait_without_a_flush_is_refused_before_any_gpu_work(monkeypatch, capsys):
+    import pytest
+    for argv in (["a", "b", "fp32/naive", "64", "--idle-us", "400"],
+                 ["a", "b", "fp32/naive", "64", "--flush-l2", "--idle-us", "-1"]):
+        monkeypatch.setattr("sys.argv", ["ab_events", *argv])
+        with pytest.raises(SystemExit) as exit_info:
+            ab_events.main()
+        assert exit_info.value.code == 2
+        assert "--idle-us takes a duration" in capsys.readouterr().err
