@@ -12,6 +12,8 @@
 #   3-gpus4  phase 3's two gates over the four cards alone (the A/A Hopper gate and the common.cuh gate, --gpus 4);
 #   tile, spin  the tile-order change or the 800-cycle epilogue spin alone, gated with default options on card
 #      ${CARD:-0} (the rest of the box left to other work);
+#   events-common  the independent cold-L2 timer on the common.cuh edit (COMMON_EDIT, below) at 4096, one process a
+#      kernel of ${EVENTS_KERNELS:-fp32/warptile fp16/mma_buffered fp16/wgmma_specialized}, on card ${CARD:-0};
 #   events-tile  the independent cold-L2 timer on the tile-order change, both kernels, three processes each, at
 #      ${SIZES:-4096} on card ${CARD:-0};
 #   aa  one A/A gate of the Hopper ladder at 8192, timing forced, on card ${CARD:-0}, cut at ${AA_LIMIT_S:-450} s;
@@ -32,7 +34,7 @@
 # Run from the repository root with .whl (the offline wheelhouse) and .bundle/main.bundle carried
 # (`git bundle create .bundle/main.bundle main`). Everything lands in $OUT/phaseN.tar.gz and $OUT/summary.txt.
 set -uo pipefail
-phase=${1:?usage: run.sh 1|2|3|3-gpus4|4|tile|spin|events-tile|aa|aa-all|aa-4096|learn-4096|learn-8192|ladders}
+phase=${1:?usage: run.sh 1|2|3|3-gpus4|4|tile|spin|events-common|events-tile|aa|aa-all|aa-4096|learn-4096|learn-8192|ladders}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 src=$PWD
@@ -61,9 +63,13 @@ inject.replace_once(pathlib.Path('kernels/wgmma_specialized.cu'), '        const
                     '        constexpr int kGroupRows = 4;\n')")
 spin=$(edit spin "from tools.acceptance import inject; import pathlib
 inject.spin(pathlib.Path('.'), inject.TMA_STORE_EPILOGUE, '800', 'An injected slowdown, 800 SM cycles a tile.')")
-# C read with a streaming load (ld.global.cs) where beta != 0: new machine code in every kernel that calls these
-# helpers, the same work, since the benchmarks' beta is 0.
-common=$(edit common "import pathlib; p = pathlib.Path('kernels/common.cuh'); t = p.read_text()
+# Two edits of the helpers every kernel's epilogue calls (kernels/common.cuh), each the same work, since the
+# benchmarks' beta is 0 and both touch only what runs where beta != 0. COMMON_EDIT picks the one gated as "common":
+#   ldcs  C read with a streaming load (ld.global.cs): ptxas schedules much of each kernel anew, loops included, and
+#         on an H200 the gate read -7% to +5% (call 20);
+#   fma   beta * C added with the multiply-add the other way round (fmaf(beta, c, alpha * acc)): new machine code in
+#         the epilogues, the K loops of most kernels untouched (lab/2026-11-28-common-edit).
+common_ldcs=$(edit common-ldcs "import pathlib; p = pathlib.Path('kernels/common.cuh'); t = p.read_text()
 for old, new in (('beta * *c;', 'beta * __ldcs(c);'),
                  ('const float4 old = *reinterpret_cast<const float4*>(c);',
                   'const float4 old = __ldcs(reinterpret_cast<const float4*>(c));'),
@@ -72,14 +78,30 @@ for old, new in (('beta * *c;', 'beta * __ldcs(c);'),
     assert t.count(old) == 1, old
     t = t.replace(old, new)
 p.write_text(t)")
+common_fma=$(edit common-fma "import pathlib; p = pathlib.Path('kernels/common.cuh'); t = p.read_text()
+for old, new in (('alpha * acc : alpha * acc + beta * *c;', 'alpha * acc : fmaf(beta, *c, alpha * acc);'),
+                 ('        out.x += beta * old.x;\n        out.y += beta * old.y;\n        out.z += beta * old.z;\n'
+                  '        out.w += beta * old.w;\n',
+                  '        out = make_float4(fmaf(beta, old.x, out.x), fmaf(beta, old.y, out.y), fmaf(beta, old.z, out.z),\n'
+                  '                          fmaf(beta, old.w, out.w));\n'),
+                 ('        out.x += beta * old.x;\n        out.y += beta * old.y;\n    }',
+                  '        out = make_float2(fmaf(beta, old.x, out.x), fmaf(beta, old.y, out.y));\n    }')):
+    assert t.count(old) == 1, old
+    t = t.replace(old, new)
+p.write_text(t)")
+case ${COMMON_EDIT:-fma} in
+ldcs) common=$common_ldcs ;;
+fma) common=$common_fma ;;
+*) echo "COMMON_EDIT is ldcs or fma, not ${COMMON_EDIT}" >&2; exit 2 ;;
+esac
 ladders=$(edit ladders "from tools.acceptance import inject; import pathlib
 for place in (inject.FRAGMENT_BUFFERED_PER_K.place, inject.THREAD_TILE_16X8_PER_K.place):
     inject.slow_by_percent(pathlib.Path('.'), place.source, 0.6)")
 git checkout -q main
-for name in main tile common ladders; do  # source trees for the independent timer
+for name in main tile common-ldcs common-fma ladders; do  # source trees for the independent timer
     mkdir -p /tmp/trees-$run_id/$name && git archive "$name" | tar -x -C /tmp/trees-$run_id/$name
 done
-say "commits: aa $aa, tile $tile, spin $spin, common $common, ladders $ladders"
+say "commits: aa $aa, tile $tile, spin $spin, common $common (${COMMON_EDIT:-fma}; ldcs $common_ldcs, fma $common_fma), ladders $ladders"
 # The Hopper ladder's 14 cases at 8192 and the two cuBLAS controls, by name: `-k fp16` is the whole precision, which
 # now holds the mma.sync steps at 8192 too.
 hopper=()
@@ -153,7 +175,7 @@ case $phase in
         done
     } &
     {
-        for kernel in fp32/warptile fp16/mma_buffered fp16/wgmma_specialized; do events 3 common $kernel 4096; done
+        for kernel in fp32/warptile fp16/mma_buffered fp16/wgmma_specialized; do events 3 "common-${COMMON_EDIT:-fma}" $kernel 4096; done
     } &
     wait
     ;;
@@ -169,6 +191,11 @@ tile)
     ;;
 spin)
     limit=${SPIN_LIMIT_S:-330} gate spin "${CARD:-0}" "$spin" --size 4096 --size 8192 --no-sweep
+    ;;
+events-common)
+    for kernel in ${EVENTS_KERNELS:-fp32/warptile fp16/mma_buffered fp16/wgmma_specialized}; do
+        events "${CARD:-0}" "common-${COMMON_EDIT:-fma}" $kernel 4096
+    done
     ;;
 events-tile)
     for size in ${SIZES:-4096}; do
