@@ -7,9 +7,11 @@ case of the first measures every case while the others only read what it filed: 
 by up to 60x. So a commit is taken as three parts:
 - the measuring: cases timed by NVBench, then each paired against its reference build, then those charged energy
   (where the history charges any); a phase under way is extrapolated from its own cases so far, from its first
-  case on (the compile before it is left out of its pace), a phase not begun from a prior cost a case
-  (PRIOR_TIMING_S, PRIOR_PAIRING_S; the energy step's own bound, given by the caller); the pairing takes its cases
-  in an order that has nothing to do with their cost (sgemm.measuring.record), so that the first are a fair sample;
+  case on (the compile before it is left out of its pace), its prior cost a case (PRIOR_TIMING_S, PRIOR_PAIRING_S;
+  the energy step's own bound, given by the caller) counting as PRIOR_WEIGHT_CASES of them, so that one slow first
+  case (a warm-up of its own) does not set the pace of a hundred; a phase not begun from its prior; the pairing
+  takes its cases in an order that has nothing to do with their cost (sgemm.measuring.record), so that the first
+  are a fair sample;
 - the readers, the commit's other benchmarks: a prior cost a benchmark process (PRIOR_READER_S, a process a case
   and benchmark), and once half of them are read, their own pace from asv's percent since the measuring ended
   (the first benchmarks, over every case, are the longest: an earlier pace overshoots);
@@ -28,6 +30,9 @@ PRIOR_TIMING_S = 0.15  # NVBench's part of a case
 PRIOR_PAIRING_S = 0.6  # a case paired against its reference build
 PRIOR_READER_S = 0.0075  # a benchmark process (one case of one benchmark) that reads what the measuring filed
 MIN_READ_SHARE = 0.5  # of a commit's benchmarks read, before their own pace replaces the prior
+# What a phase's prior pace weighs against its own cases: a shard's first paired case once took 3x the pace of the
+# rest, and the estimate from it alone read 2.2x the truth (lab/2026-11-28-history-sharding).
+PRIOR_WEIGHT_CASES = 8
 TIMING, PAIRING, ENERGY, DONE = "timing", "pairing", "energy", "done"
 
 TOTAL = re.compile(r"Running (\d+) total benchmarks \((\d+) commits")
@@ -115,10 +120,11 @@ class RunClock:
             return sum(priors.values())
         order = list(priors)
         later = sum(priors[name] for name in order[order.index(phase.name) + 1:])
-        if phase.done:
-            each = (now - phase.started_at) / phase.done
+        prior_each = priors[phase.name] / phase.total if phase.total else 0.0
+        if phase.done or PRIOR_WEIGHT_CASES:
+            each = (PRIOR_WEIGHT_CASES * prior_each + now - phase.started_at) / (PRIOR_WEIGHT_CASES + phase.done)
         else:
-            each = priors[phase.name] / phase.total if phase.total else 0.0
+            each = prior_each
         return max(phase.total - phase.done, 0) * each + later
 
     def _readers_left(self, now: float) -> float:

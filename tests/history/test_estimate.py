@@ -4,7 +4,7 @@ percent alone, which counts benchmark processes while one of them holds most of 
 import json
 import random
 
-from sgemm.history.estimate import PRIOR_READER_S, RunClock
+from sgemm.history.estimate import PRIOR_PAIRING_S, PRIOR_READER_S, PRIOR_WEIGHT_CASES, RunClock
 from sgemm.history.progress import RunState
 
 CASES, BENCHMARKS = 275, 34  # asv counts benchmarks; each runs a process a case
@@ -134,7 +134,28 @@ def test_the_compile_before_a_phases_first_case_is_left_out_of_its_pace():
     for when, done in ((100.0, 0), (125.0, 0), (130.0, 10)):  # the reference builds took 25 s
         clock.read_measuring(json.dumps({"phase": "pairing", "done": done, "total": CASES}), when)
     readers = BENCHMARKS * CASES * PRIOR_READER_S
-    assert clock.left(130.0) - readers == (CASES - 10) * 0.5
+    each = (PRIOR_WEIGHT_CASES * PRIOR_PAIRING_S + 5.0) / (PRIOR_WEIGHT_CASES + 10)  # 5 s for 10 cases, not 30
+    assert abs(clock.left(130.0) - readers - (CASES - 10) * each) < 1e-9
+
+
+def test_one_slow_first_case_does_not_set_the_pace_of_the_rest(monkeypatch):
+    """A shard's first paired case took about 3x the pace of the rest, and the estimate made from it alone read
+    2.2x the truth (lab/2026-11-28-history-sharding, two GPUs): the phase's prior weighs in until its cases outweigh
+    it."""
+    from sgemm.history import estimate
+
+    def measuring_left_after_the_first_case():
+        clock = RunClock(171, energy_s=0.0)
+        clock.read("· Running 34 total benchmarks (1 commits * 1 environments * 34 benchmarks)", 0)
+        clock.read("[  0.00%] · For sgemm commit 0000000abcd <main>:", 0.0)
+        clock.read_measuring(json.dumps({"phase": "pairing", "done": 0, "total": 171}), 100.0)
+        clock.read_measuring(json.dumps({"phase": "pairing", "done": 1, "total": 171}), 101.6)
+        return clock._measuring_left(101.6)
+
+    truth = 170 * 0.55  # the rest at the prior's pace, or about
+    assert ratio(measuring_left_after_the_first_case(), truth) <= 1.5
+    monkeypatch.setattr(estimate, "PRIOR_WEIGHT_CASES", 0)
+    assert ratio(measuring_left_after_the_first_case(), truth) > 2
 
 
 def test_the_readers_are_counted_a_process_a_case_before_their_own_pace_is_known():
