@@ -20,9 +20,9 @@
 #      two may run at once, on two cards (CARD names each one's folders);
 #   aa-all  the same gate with --gpus all over the cards ${CARDS:-0,1,2,3};
 #   aa-4096  an A/A gate of every kernel at 4096, timing forced, --gpus all over the cards ${CARDS:-0,1,2,3}.
-#   learn-4096, learn-8192  an A/A gate of every kernel at 4096 (${LEARN_ROUNDS:-4} rounds) or of the Hopper ladder
-#      and its controls at 8192 (${LEARN_ROUNDS:-6} rounds), timing forced, --gpus all over ${CARDS:-0,1,2,3}, every
-#      case the same rounds (no look before them, none after), then `sgemm noise --rounds` over it and over any
+#   learn-4096, learn-8192  an A/A gate of every kernel at 4096 or of the Hopper ladder and its controls at 8192
+#      (${LEARN_ROUNDS:-9} rounds: fewer, and an entry cannot tell its own outlier rounds), timing forced, --gpus
+#      all over ${CARDS:-0,1,2,3}, every case the same rounds (no look before them, none after), then `sgemm noise --rounds` over it and over any
 #      earlier gates' rounds in $LEARNED_FROM (folders, space-separated): $OUT/noise-MACHINE.json (MACHINE
 #      ${MACHINE:-nvidia-h100-80gb-hbm3}).
 #   ladders  the best step of the FP16 mma.sync and FP32 ladders each made about 0.6% slower (a spin in proportion to
@@ -228,9 +228,9 @@ ladders)
 learn-4096 | learn-8192)
     machine=${MACHINE:-nvidia-h100-80gb-hbm3}
     if [[ $phase == learn-4096 ]]; then
-        rounds=${LEARN_ROUNDS:-4} selected=(-k fp32 -k fp16 -k bf16 --size 4096)
+        rounds=${LEARN_ROUNDS:-9} selected=(-k fp32 -k fp16 -k bf16 --size 4096)
     else
-        rounds=${LEARN_ROUNDS:-6} selected=("${hopper[@]}" --size 8192)
+        rounds=${LEARN_ROUNDS:-9} selected=("${hopper[@]}" --size 8192)
     fi
     limit=${LEARN_LIMIT_S:-330} gate $phase "${CARDS:-0,1,2,3}" "$aa" "${selected[@]}" --no-sweep --time-unchanged \
         --gpus all --rounds "$rounds" --max-rounds "$rounds" --extra-rounds 0 --machine "$machine"

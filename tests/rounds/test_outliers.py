@@ -45,3 +45,35 @@ def test_a_spread_learned_where_none_is_known_is_not_widened_by_the_outliers_it_
     assert max(abs(value) for values in kept for value in values) < 0.002
     ordinary = [[0.001, -0.001, 0.0005, -0.0005, 0.0, 0.0015, -0.0015, 0.0002, 0.0]] * 3
     assert ordinary_groups(ordinary) == ordinary
+
+
+def test_outliers_that_widen_the_rounds_own_spread_do_not_hide_themselves(monkeypatch):
+    # nine rounds of a case whose entry (0.1%, 24 degrees of freedom) is right, three of them disturbed by about
+    # 0.5%: their own robust sd is widened by those three (2.7 times the entry), and three of it would keep them all;
+    # the six other rounds agree with the entry, so the three are the outliers
+    from sgemm.rounds import outliers
+
+    logs = [-0.0046, 0.0058, 0.0079, -0.0013, 0.0009, 0.0005, -0.0011, 0.0006, 0.0022]
+    entry = Noise(0.001, 24)
+    assert outliers.outlier_reach([logs], entry, known_df=1) > 0.0079
+    assert sorted(outlier_indices(logs, entry, known_df=1)) == [0, 1, 2]
+    monkeypatch.setattr(outliers, "WIDE_LEVEL", 0.0)  # the rest always "wider": the widened reach rules, as before
+    assert outlier_indices(logs, entry, known_df=1) == []
+
+
+def test_rounds_wide_throughout_are_not_told_by_a_narrow_entry():
+    # rounds whose own spread is three times the entry's in every round, none disturbed: nothing is set aside
+    logs = [-0.003, 0.0025, -0.0015, 0.0032, -0.0028, 0.0005, 0.0018, -0.0022, 0.004]
+    assert outlier_indices(logs, Noise(0.001, 24), known_df=1) == []
+
+
+def test_the_learning_passes_never_readmit_a_round_they_set_aside():
+    # three gates of nine rounds at unit spread, the third with rounds 6.8, 5.0 and -4.4 off: the first pass sets
+    # 6.8 aside; a spread pooled over the rest, widened by 5.0 and -4.4, reaches past 6.8 again, and passes that
+    # started from every round each time settled on keeping all three (an entry 2.2 times the truth)
+    groups = [[-0.1, -0.7, -1.6, 1.2, 1.0, 0.2, 1.7, -0.9, -1.8],
+              [1.6, 0.5, -0.8, -2.5, 2.1, -1.1, 0.8, -0.0, 1.0],
+              [-0.1, 0.1, 0.8, -0.8, -0.2, 1.4, -4.4, 5.0, 6.8]]
+    kept = ordinary_groups(groups)
+    assert 6.8 not in kept[2]
+    assert kept[:2] == groups[:2]

@@ -10,7 +10,9 @@ measured at 4096):
 Each case's round-to-round sd is measured on the H100, at its size (--sds, by default
 lab/2026-11-28-gate-simulation/measured-sds.json: the 4096 entries of the shipped noise file, each case its own; at
 8192 and below 4096 the cases the 2026-11-27 gate reports timed, a case drawing one of them at random). With
---sds-from-4096 every case takes its kernel's 4096 entry instead.
+--sds-from-4096 every case takes its kernel's 4096 entry instead. Each entry of the noise file is learned with the
+degrees of freedom its measured entry has, or, with --entry-df N, with N (a file learned from more A/A rounds: three
+gates of nine rounds give 24).
 
 A round's log ratio is log(1 + change) + sd * z, z by --shape:
     normal      z ~ N(0, 1)
@@ -68,6 +70,7 @@ class Row:
     ab: int  # A/B gates: one case, drawn at random, slower by CHANGE
     seed: int
     sds_from_4096: bool = False
+    entry_df: int = 0  # every noise-file entry learned with this many degrees of freedom (0: its measured entry's)
 
 
 def gate_cases(count: int) -> list[tuple[str, str]]:
@@ -102,7 +105,8 @@ def gate_cases(count: int) -> list[tuple[str, str]]:
 class Truth:
     """Each case's true round sd in one gate, and its measured entry's degrees of freedom."""
 
-    def __init__(self, measured: dict, cases: list[tuple[str, str]], rng: random.Random, from_4096: bool):
+    def __init__(self, measured: dict, cases: list[tuple[str, str]], rng: random.Random, from_4096: bool,
+                 entry_df: int = 0):
         at_4096 = {entry["case"]: entry for entry in measured["4096"]}
         by_kernel = {label.split(" ")[0]: entry for label, entry in at_4096.items()}
         self.sd, self.df = [], []
@@ -114,7 +118,7 @@ class Truth:
             else:
                 entry = rng.choice(measured[size])
             self.sd.append(entry["sd"])
-            self.df.append(max(1, int(entry["df"])))
+            self.df.append(entry_df or max(1, int(entry["df"])))
 
 
 def draw(rng: random.Random, shape: str, common: float = 0.0) -> float:
@@ -141,7 +145,7 @@ def learned(rng: random.Random, shape: str, sd: float, df: int, scale: float) ->
 
 
 def one_gate(rng: random.Random, row: Row, cases: list[tuple[str, str]], measured: dict, changed: int | None) -> dict:
-    truth = Truth(measured, cases, rng, row.sds_from_4096)
+    truth = Truth(measured, cases, rng, row.sds_from_4096, row.entry_df)
     labels = [label for label, _ in cases]
     scale = FILE_SCALES[row.file]
     noise = {label: learned(rng, row.shape, sd, df, scale) for label, sd, df in zip(labels, truth.sd, truth.df)} \
@@ -225,7 +229,8 @@ def percent(figure: dict) -> str:
 
 def line(result: dict) -> str:
     row = result["row"]
-    return (f"{row['cases']:>3} cases {row['shape']:<10} file {row['file']:<6} A/A {row['aa']}: false alarm "
+    entries = f" (entries of {row['entry_df']} df)" if row.get("entry_df") else ""
+    return (f"{row['cases']:>3} cases {row['shape']:<10} file {row['file']:<6}{entries} A/A {row['aa']}: false alarm "
             f"{percent(result['false_alarm'])}, undecided {percent(result['undecided'])}, "
             f"{result['not_powered_a_gate']:.3f} NOT POWERED a gate, {result['mean_rounds_a_case']:.2f} rounds a case "
             f"(most {result['most_rounds']}), file set aside {percent(result['file_set_aside'])}, entries set aside "
@@ -241,7 +246,8 @@ TABLE_HEAD = ("| cases | rounds | file | A/A gates | false alarm | undecided | N
 
 def table_row(result: dict) -> str:
     row = result["row"]
-    file = row["file"] + (" (sds of 4096)" if row["sds_from_4096"] else "")
+    file = row["file"] + (" (sds of 4096)" if row["sds_from_4096"] else "") \
+        + (f" (entries of {row['entry_df']} df)" if row.get("entry_df") else "")
     return (f"| {row['cases']} | {row['shape']} | {file} | {row['aa']} | {percent(result['false_alarm'])} | "
             f"{percent(result['undecided'])} | {result['not_powered_a_gate']:.3f} | "
             f"{result['mean_rounds_a_case']:.2f} ({result['most_rounds']}) | "
@@ -258,11 +264,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--aa", type=int, default=200, help="A/A gates of the one row")
     parser.add_argument("--ab", type=int, default=100, help="A/B gates of the one row")
     parser.add_argument("--sds-from-4096", action="store_true", help="every case takes its kernel's 4096 entry")
+    parser.add_argument("--entry-df", type=int, default=0,
+                        help="every noise-file entry learned with this many degrees of freedom (default: measured)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args(argv)
     if args.cases:
-        rows = [Row(args.cases, args.shape, args.file, args.aa, args.ab, args.seed, args.sds_from_4096)]
+        rows = [Row(args.cases, args.shape, args.file, args.aa, args.ab, args.seed, args.sds_from_4096, args.entry_df)]
     else:
         rows = [Row(cases, shape, file, *FULL_GATES[cases], seed=args.seed + i)
                 for i, (cases, shape, file) in enumerate(FULL_ROWS)]
