@@ -29,11 +29,11 @@ OUTLIER_SHARE = 0.5
 # Where the rounds' own robust sd would widen the reach past a known spread's, the rounds within the known spread's
 # reach are held to that spread first (an F-test at this level): if they agree with it, the rounds beyond are
 # outliers, not a sign of wide rounds. Two or three outliers among nine rounds widen a robust sd enough to hide
-# themselves (a 58-case A/A gate with 5% outlier rounds ended undecided 6.5% of the time, 4.3% with this test).
+# themselves (lab/2026-11-28-gate-outlier-rounds simulates whole gates with and without this test).
 WIDE_LEVEL = 0.99
 # A case gets a round more for each round set aside, up to this many: what an outlier round took from it.
 REPLACED_AT_MOST = 3
-# Passes of ordinary_groups at most; they end sooner where a pass sets nothing more aside.
+# Passes of ordinary_groups at most; they end sooner where a pass keeps the rounds the one before it kept.
 LEARNING_PASSES = 10
 
 
@@ -67,21 +67,19 @@ def outlier_indices(logs: list[float], known: Noise | None, known_df: int = SCAL
 def ordinary_groups(groups: list[list[float]]) -> list[list[float]]:
     """Each group of a case's log figures (a gate's rounds, a run's) less its outlier rounds: how a spread is
     learned where none is known yet. A first pass tells them by OUTLIER_SD times the robust sd of every group
-    together (of SCALE_DF deviations at least: none set aside with fewer); each further pass, from the rounds the
-    pass before kept, by the rule that will judge rounds against the spread learned (outlier_reach with the pooled
-    spread of those rounds), until a pass sets nothing more aside. A classical spread over every round would be
-    widened by the very outliers it is to tell (masking); so would passes that start from every round again, which
-    let a spread widened by two moderate outliers readmit the one the first pass set aside, and settle on keeping
-    them all (entries learned so from 24 degrees of freedom with 5% outlier rounds were twice the truth 1.4% of the
-    time, 0.4% with passes that only ever set rounds aside)."""
-    reach, kept = OUTLIER_SD * robust_sd(groups, SCALE_DF), groups
+    together (of SCALE_DF deviations at least: none set aside with fewer); each further pass, from every round
+    again, by the rule that will judge rounds against the spread learned (outlier_reach with the pooled spread of
+    the rounds kept), until the rounds kept no longer change: the spread learned is one whose own rule keeps
+    exactly the rounds it was learned from. A classical spread over every round would be widened by the very
+    outliers it is to tell (masking), and one pass at a wide reach leaves those near it in."""
+    reach, kept = OUTLIER_SD * robust_sd(groups, SCALE_DF), None
     for _ in range(LEARNING_PASSES):
-        now = [without_positions(values, _far(values, reach)) for values in kept]
+        now = [without_positions(values, _far(values, reach)) for values in groups]
         spread = pooled_noise(now, 0.0)
         if now == kept or spread is None:
             return now
-        kept, reach = now, outlier_reach(kept, spread, known_df=1)
-    return kept
+        kept, reach = now, outlier_reach(groups, spread, known_df=1)
+    return kept or groups
 
 
 def _far(logs: list[float], reach: float) -> list[int]:

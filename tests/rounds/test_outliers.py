@@ -66,14 +66,3 @@ def test_rounds_wide_throughout_are_not_told_by_a_narrow_entry():
     logs = [-0.003, 0.0025, -0.0015, 0.0032, -0.0028, 0.0005, 0.0018, -0.0022, 0.004]
     assert outlier_indices(logs, Noise(0.001, 24), known_df=1) == []
 
-
-def test_the_learning_passes_never_readmit_a_round_they_set_aside():
-    # three gates of nine rounds at unit spread, the third with rounds 6.8, 5.0 and -4.4 off: the first pass sets
-    # 6.8 aside; a spread pooled over the rest, widened by 5.0 and -4.4, reaches past 6.8 again, and passes that
-    # started from every round each time settled on keeping all three (an entry 2.2 times the truth)
-    groups = [[-0.1, -0.7, -1.6, 1.2, 1.0, 0.2, 1.7, -0.9, -1.8],
-              [1.6, 0.5, -0.8, -2.5, 2.1, -1.1, 0.8, -0.0, 1.0],
-              [-0.1, 0.1, 0.8, -0.8, -0.2, 1.4, -4.4, 5.0, 6.8]]
-    kept = ordinary_groups(groups)
-    assert 6.8 not in kept[2]
-    assert kept[:2] == groups[:2]
