@@ -121,9 +121,14 @@ gate() {  # gate NAME CARDS HEAD ARGS...: `sgemm gate main HEAD ARGS` on CUDA_VI
     say "gate $name (cards $cards; $*): exit $status after $((SECONDS - started)) s: $(tail -n 1 $keep/$name.log)"
     mkdir -p $keep/rounds-$name && cp -r /tmp/work-$run_id-$name/paired/rounds $keep/rounds-$name/ 2>/dev/null
 }
+# The independent timer flushes as EVENTS_FLUSH says: fill (CuPy's fill kernel, slow enough that each GEMM starts
+# off the power cap: the issue's own timer), memset (cudaMemsetAsync, back to back at the cap where the kernel
+# reaches it: the gate's regime) or memset+idle (memset, then the card idle IDLE_US, default 450).
 events() {  # events CARD TREE_B KERNEL SIZE: the independent cold-L2 timer, main's tree against TREE_B
+    local how=${EVENTS_FLUSH:-fill} idle=()
+    [[ $how == *+idle ]] && idle=(--idle-us "${IDLE_US:-450}")
     CUDA_VISIBLE_DEVICES=$1 timeout 90 python3 -m tools.acceptance.ab_events /tmp/trees-$run_id/main /tmp/trees-$run_id/$2 "$3" "$4" \
-        --flush-l2 >> $keep/events.jsonl 2>> $keep/events.err
+        --flush-l2 --flush-with "${how%+idle}" "${idle[@]}" >> $keep/events.jsonl 2>> $keep/events.err
     say "events $2 $3 $4: $(tail -n 1 $keep/events.jsonl | cut -c1-160)"
 }
 
