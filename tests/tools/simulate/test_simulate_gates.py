@@ -38,7 +38,7 @@ def test_each_gate_is_the_catalogues_cases_each_with_a_measured_sd_at_its_size(c
 def test_a_small_run_holds_the_targets_under_normal_rounds_and_a_true_file():
     result = simulate("--cases", "58", "--aa", "40", "--ab", "20", "--seed", "3")
     assert result["row"] == {"cases": 58, "shape": "normal", "file": "true", "aa": 40, "ab": 20, "seed": 3,
-                             "sds_from_4096": False}
+                             "sds_from_4096": False, "entry_df": 0}
     assert result["false_alarm"]["hits"] <= 2
     assert result["undecided"]["hits"] <= 3
     assert result["found"]["hits"] >= 18  # a 0.5% slowdown of one case, drawn at random, at the 0.25% threshold
@@ -73,3 +73,14 @@ def test_heavy_tails_and_correlated_rounds_run_as_described():
         expected = math.sqrt(1 + simulate_gates.OUTLIER_SHARE * simulate_gates.OUTLIER_SDS ** 2) \
             if shape == "outliers" else 1.0
         assert sd == pytest.approx(expected, rel=0.06 if shape == "t3" else 0.03), shape
+
+
+def test_entries_may_be_learned_with_more_degrees_of_freedom_than_measured():
+    import random
+
+    cases = simulate_gates.gate_cases(14)
+    measured = json.loads(simulate_gates.MEASURED_SDS.read_text())["sizes"]
+    as_measured = simulate_gates.Truth(measured, cases, random.Random(1), False)
+    more = simulate_gates.Truth(measured, cases, random.Random(1), False, entry_df=24)
+    assert more.sd == as_measured.sd and max(as_measured.df) < 24
+    assert more.df == [24] * len(cases)
