@@ -121,10 +121,8 @@ class RunClock:
         order = list(priors)
         later = sum(priors[name] for name in order[order.index(phase.name) + 1:])
         prior_each = priors[phase.name] / phase.total if phase.total else 0.0
-        if phase.done or PRIOR_WEIGHT_CASES:
-            each = (PRIOR_WEIGHT_CASES * prior_each + now - phase.started_at) / (PRIOR_WEIGHT_CASES + phase.done)
-        else:
-            each = prior_each
+        weighed = PRIOR_WEIGHT_CASES + phase.done  # the prior's cases and the phase's own
+        each = (PRIOR_WEIGHT_CASES * prior_each + now - phase.started_at) / weighed if weighed else prior_each
         return max(phase.total - phase.done, 0) * each + later
 
     def _readers_left(self, now: float) -> float:

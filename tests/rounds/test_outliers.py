@@ -65,4 +65,3 @@ def test_rounds_wide_throughout_are_not_told_by_a_narrow_entry():
     # rounds whose own spread is three times the entry's in every round, none disturbed: nothing is set aside
     logs = [-0.003, 0.0025, -0.0015, 0.0032, -0.0028, 0.0005, 0.0018, -0.0022, 0.004]
     assert outlier_indices(logs, Noise(0.001, 24), known_df=1) == []
-

@@ -3,6 +3,8 @@ timing itself needs a GPU: tools/acceptance/gate_selftest.py runs it)."""
 
 import random
 
+import pytest
+
 from tools.acceptance import ab_events
 
 
@@ -38,7 +40,6 @@ def test_one_window_gives_no_interval():
 
 
 def test_an_idle_wait_without_a_flush_is_refused_before_any_gpu_work(monkeypatch, capsys):
-    import pytest
     for argv in (["a", "b", "fp32/naive", "64", "--idle-us", "400"],
                  ["a", "b", "fp32/naive", "64", "--flush-l2", "--idle-us", "-1"]):
         monkeypatch.setattr("sys.argv", ["ab_events", *argv])
