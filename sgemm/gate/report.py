@@ -158,7 +158,9 @@ def markdown(result: GateResult, gpu_line: str) -> str:
         lines += ["", "Not compared: " + "; ".join(f"{label} ({why})" for label, why in result.not_compared.items())]
     lines += ["", "Ratio: head over base (above 1 is slower), the geometric mean of the rounds' ratios. Paired, a "
               "round's ratio is the trimmed mean over pairs of blocks of launches (A B B A, B A A B) inside one "
-              f"process, L2 {_l2(settings)}; unpaired, "
+              f"process, L2 {_l2(settings)}, the launches of a block back to back (a kernel that reaches the "
+              "power cap runs at the clock the cap allows, the SM clock column; a change that adds only memory "
+              "traffic may cost time only below the cap: docs/gate.md); unpaired, "
               "it is the ratio of the two sides' round medians. The test is a t-test on the logarithms of the "
               "rounds' figures, Benjamini-Hochberg over the gate's cases (q), the false-discovery rate "
               f"{FALSE_DISCOVERY_RATE:.0%} spent across the looks. Interval: false-coverage-rate adjusted. "

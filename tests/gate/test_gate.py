@@ -749,6 +749,8 @@ def test_paired_rounds_flush_l2_unless_asked_to_leave_it_warm_and_the_report_say
     assert plans and {plan["settings"]["flush_l2"] for plan in plans} == {flushed}
     report = markdown(result, "H100")
     assert f"timed in alternating blocks, {said}" in report and f"process, {said}" in report
+    # either way the launches run back to back, at the power cap where a kernel reaches it: the footnote says so
+    assert "the launches of a block back to back" in report and "power cap" in report
 
 
 def test_a_noise_file_learned_with_l2_warm_is_set_aside_for_flushed_rounds(tmp_path):
