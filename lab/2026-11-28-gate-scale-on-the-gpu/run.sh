@@ -22,9 +22,9 @@
 #   aa-4096  an A/A gate of every kernel at 4096, timing forced, --gpus all over the cards ${CARDS:-0,1,2,3}.
 #   learn-4096, learn-8192  an A/A gate of every kernel at 4096 or of the Hopper ladder and its controls at 8192
 #      (${LEARN_ROUNDS:-9} rounds: fewer, and an entry cannot tell its own outlier rounds), timing forced, --gpus
-#      all over ${CARDS:-0,1,2,3}, every case the same rounds (no look before them, none after), then `sgemm noise --rounds` over it and over any
-#      earlier gates' rounds in $LEARNED_FROM (folders, space-separated): $OUT/noise-MACHINE.json (MACHINE
-#      ${MACHINE:-nvidia-h100-80gb-hbm3}).
+#      all over ${CARDS:-0,1,2,3}, every case the same rounds (no look before them, none after), then `sgemm noise
+#      --rounds` over it and over any earlier gates' rounds in $LEARNED_FROM (folders, space-separated):
+#      $OUT/noise-MACHINE.json (MACHINE ${MACHINE:-nvidia-h100-80gb-hbm3}).
 #   ladders  the best step of the FP16 mma.sync and FP32 ladders each made about 0.6% slower (a spin in proportion to
 #      K at each block's start: tools/acceptance/inject.py), gated with default options at 4096 and 8192 on card
 #      ${CARD:-0}, while card ${EVENTS_CARD:-1} reads each slowdown with the independent cold-L2 timer.
@@ -121,11 +121,12 @@ gate() {  # gate NAME CARDS HEAD ARGS...: `sgemm gate main HEAD ARGS` on CUDA_VI
     say "gate $name (cards $cards; $*): exit $status after $((SECONDS - started)) s: $(tail -n 1 $keep/$name.log)"
     mkdir -p $keep/rounds-$name && cp -r /tmp/work-$run_id-$name/paired/rounds $keep/rounds-$name/ 2>/dev/null
 }
-# The independent timer flushes as EVENTS_FLUSH says: fill (CuPy's fill kernel, slow enough that each GEMM starts
-# off the power cap: the issue's own timer), memset (cudaMemsetAsync, back to back at the cap where the kernel
-# reaches it: the gate's regime) or memset+idle (memset, then the card idle IDLE_US, default 450).
+# The independent timer flushes as EVENTS_FLUSH says: memset (cudaMemsetAsync, back to back at the cap where the
+# kernel reaches it: the gate's regime, and ab_events' default from calls 25-26 on; calls 1-24 ran fill), fill (CuPy's
+# fill kernel, slow enough that each GEMM starts off the power cap: the issue's own timer) or memset+idle (memset,
+# then the card idle IDLE_US, default 450).
 events() {  # events CARD TREE_B KERNEL SIZE: the independent cold-L2 timer, main's tree against TREE_B
-    local how=${EVENTS_FLUSH:-fill} idle=()
+    local how=${EVENTS_FLUSH:-memset} idle=()
     [[ $how == *+idle ]] && idle=(--idle-us "${IDLE_US:-450}")
     CUDA_VISIBLE_DEVICES=$1 timeout 90 python3 -m tools.acceptance.ab_events /tmp/trees-$run_id/main /tmp/trees-$run_id/$2 "$3" "$4" \
         --flush-l2 --flush-with "${how%+idle}" "${idle[@]}" >> $keep/events.jsonl 2>> $keep/events.err

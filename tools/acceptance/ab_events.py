@@ -12,15 +12,18 @@ launches of one build on one set of arrays:
 Each build is checked against FP64, then after WARMUP_S of alternating runs, runs are timed for --seconds; the ratio
 is the median of the second tree's runs (per launch) over the first's. Its 95% interval comes from WINDOWS equal
 stretches of the timed runs, each giving the same ratio of medians: a t-interval on their logarithms, around the
-ratio of the whole. With --flush-l2, a buffer twice the L2 is written before every launch, outside the events
-(by a CuPy kernel, or with --flush-with memset by cudaMemsetAsync), and each launch is a run of its own. --idle-us
+ratio of the whole. With --flush-l2, a buffer twice the L2 is written before every launch, outside the events (by
+cudaMemsetAsync, as the paired timer and NVBench write theirs, or with --flush-with fill by CuPy's fill kernel), and
+each launch is a run of its own. The memset is quick, so the launches still follow each other closely and a kernel
+that reaches the power cap runs at the capped clock, as in the paired timer's rounds; `fill` is slow enough to leave
+each launch of a short GEMM off the cap (lab/2026-11-28-tile-order-flush). --idle-us
 adds that long a wait after each flush (one thread spinning on the GPU's timer, the card otherwise idle): a flush as
 slow as `fill` without its traffic, to tell a kernel's lower duty cycle (further from the power cap) from what the
 flush leaves in L2. The SM clock and board power are read about every 0.1 s while the runs are timed.
 
 Usage, from the repository root (on a GPU box):
     python -m tools.acceptance.ab_events TREE_A TREE_B KERNEL SIZE [--seconds 6] [--run 10] [--flush-l2]
-                                             [--flush-with fill|memset] [--idle-us 0]
+                                             [--flush-with memset|fill] [--idle-us 0]
 (a tree is a folder holding kernels/ and sgemm/catalogue.toml, e.g. from `git archive`). Prints one line of JSON.
 """
 
@@ -51,9 +54,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--run", type=integer_at_least(1, "--run"), default=10, help="launches a timed run")
     parser.add_argument("--flush-l2", action="store_true")
-    parser.add_argument("--flush-with", choices=("fill", "memset"), default="fill",
-                        help="how the buffer is written: a CuPy kernel (fill) or cudaMemsetAsync, as the paired "
-                             "timer and NVBench write theirs")
+    parser.add_argument("--flush-with", choices=("memset", "fill"), default="memset",
+                        help="how the buffer is written: cudaMemsetAsync, as the paired timer and NVBench write theirs "
+                             "(default), or CuPy's fill kernel, slow enough to leave each launch off the power cap")
     parser.add_argument("--idle-us", type=float, default=0.0,
                         help="with --flush-l2, the GPU left idle this long after each flush (default 0)")
     args = parser.parse_args()
