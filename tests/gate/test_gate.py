@@ -248,9 +248,11 @@ def test_a_shared_gpu_stops_the_gate_before_anything_runs(synthetic_repo, tmp_pa
 # --- Paired: this repository's kernels, the round process stood in for ----------------------------------------------
 
 # A stand-in for `python -m sgemm.measuring.ab PLAN OUT`: each case's ratio from RATIOS (1.0 unless named), scattered
-# by 0.03% a round as paired rounds are on an H100; a case named in FAILING fails at head.
+# by 0.03% a round as paired rounds are on an H100, the scatter drawn from a seed of the round's own file, so that a
+# test's rounds are the same every run; a case named in FAILING fails at head.
 FAKE_ROUND = """
 import json, random, sys
+random.seed(sys.argv[2].rsplit("/", 1)[-1])
 plan = json.load(open(sys.argv[1]))
 ratios = json.loads(open(sys.argv[1].rsplit("/", 1)[0] + "/../../../fake-ratios.json").read())
 with open(sys.argv[2], "a") as out:
