@@ -40,6 +40,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from sgemm.commands.args import integer_at_least
 from sgemm.gate.looks import Schedule, run_looks
 from sgemm.gate.noise import paired_entry
 from sgemm.gate.verdict import Verdict
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--aa", type=int, default=200, help="A/A gates of the one row")
     parser.add_argument("--ab", type=int, default=100, help="A/B gates of the one row")
     parser.add_argument("--sds-from-4096", action="store_true", help="every case takes its kernel's 4096 entry")
-    parser.add_argument("--entry-df", type=int, default=0,
+    parser.add_argument("--entry-df", type=integer_at_least(0, "--entry-df"), default=0,
                         help="every noise-file entry learned with this many degrees of freedom (default: measured)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)

@@ -84,3 +84,10 @@ def test_entries_may_be_learned_with_more_degrees_of_freedom_than_measured():
     more = simulate_gates.Truth(measured, cases, random.Random(1), False, entry_df=24)
     assert more.sd == as_measured.sd and max(as_measured.df) < 24
     assert more.df == [24] * len(cases)
+
+
+def test_a_negative_entry_df_is_refused_before_any_gate_is_simulated(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        simulate_gates.main(["--cases", "14", "--entry-df", "-1"])
+    assert exit_info.value.code == 2
+    assert "--entry-df must be at least 0, got -1" in capsys.readouterr().err
