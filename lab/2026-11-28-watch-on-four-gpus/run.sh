@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The watch on a four-GPU host, end to end (the issue's acceptance run): a scratch branch of 21 commits on top of
+# The watch on a four-GPU host, end to end (the issue's acceptance run): a scratch branch of 24 commits on top of
 # main, each main's tree plus one harmless line, where commit 9 slows fp16/wgmma_grouped_tma_store (about 1% at 8192)
 # and commit 15 slows fp32/warptile (about 2% at 4096); the history brought up to date one commit at a time on four
 # GPUs over a selection of cases (-k, --size), published, and the issue job run against the stand-in GitHub after
@@ -17,6 +17,8 @@
 #                             node (the device's): a fresh stand-in, the same checks
 # State (the scratch repository, results, site, the stand-in's issues, the record) lives in /tmp/watch4 and goes to
 # $OUT/watch4-state.tar.gz after every stage; the next call carries it back as .hist/watch4-state.tar.gz.
+# Each history's and publish's log is kept in the state ($S/logs), not under $OUT: a call brings back at most 8
+# files.
 # Run from the repository root with .whl (the offline wheelhouse), .bundle/main.bundle (`git bundle create
 # .bundle/main.bundle main`) and .npm-cache carried. ORIGIN and BASE override where the branch starts (a local
 # clone and a branch, to build it on a CPU box).
@@ -26,7 +28,9 @@ mkdir -p "$OUT"
 src=$PWD
 S=${STATE_DIR:-/tmp/watch4}
 WORK=${WORK_DIR:-/tmp/watch4-work}
-COMMITS=21
+# The watch looks for steps in series of 20 commits or more (sgemm/watch/steps.py, MIN_SERIES) and files one that two
+# publishes in a row saw (sgemm/watch/filing.py, PUBLISHES): 24 commits give five publishes that look, not two.
+COMMITS=24
 SLOW_WGMMA=9    # the commit that slows fp16/wgmma_grouped_tma_store
 SLOW_FP32=15    # the commit that slows fp32/warptile
 WITHHOLD=${WITHHOLD:-$SLOW_WGMMA}
@@ -52,6 +56,7 @@ restore() {  # the state the last stage left, from /tmp on a warm box or the car
         [ -f "$tarball" ] || { say "no state: run 'run.sh build' first (or carry .hist/watch4-state.tar.gz)"; exit 2; }
         mkdir -p "$(dirname "$S")" && tar -xzf "$tarball" -C "$(dirname "$S")"
     fi
+    mkdir -p "$S/logs"
     [ -d "$S/repo" ] && return 0
     branch > /dev/null  # the branch is made again, not carried: the same base and dates give the same commits
     cmp -s "$S/commits.txt" "$S/commits-made.txt" || { say "the scratch branch made again differs from the one measured"; exit 2; }
@@ -83,8 +88,9 @@ environment() {  # the offline Python stack, as lab/2026-11-28-history-sharding/
 # above the template would move every instantiation's, changing the machine code of the file's other kernels too.
 # fp16 is told from bf16 by an overload, not a class template specialised for __half: that specialisation alone
 # changed the cubin of every kernel of the file (the gate's CPU check said so), the overload none but this one's.
+# The ping-pong kernel (kPingPong) shares the TMA store's code and is kept as it is: it is not among the cases measured.
 WGMMA_TRAIT=' __device__ constexpr bool lab_slowed(const __half*) { return true; } __device__ constexpr bool lab_slowed(const void*) { return false; }'
-WGMMA_SLEEP=' if constexpr (lab_slowed(static_cast<const T*>(nullptr))) __nanosleep(1000);'
+WGMMA_SLEEP=' if constexpr (lab_slowed(static_cast<const T*>(nullptr)) && (FEATURES & kPingPong) == 0) __nanosleep(1000);'
 # Commit 15's slowdown: fp32/warptile's inner loop (per k, 128 FFMAs of the 8 x 4 x 4 outer product and 6 float4
 # shared loads, about 140 instructions a thread) gets 3 dependent FFMAs more, into a register kept alive by a store
 # that runs only when K < 0 (never; the compiler cannot know it): about 2% more instructions issued in a loop that
@@ -99,9 +105,12 @@ import sys
 from pathlib import Path
 path = Path("kernels/wgmma_specialized.cu")
 text = path.read_text()
-anchor = "constexpr unsigned kGroupedOrder = 1, kTmaStore = 2;\n"
+# The feature bits' line, whatever bits follow the first two (ping-pong came after this lab was written).
+start = text.find("constexpr unsigned kGroupedOrder = 1, kTmaStore = 2")
+anchor = text[start:text.index("\n", start) + 1] if start >= 0 else "(missing)"
 store = "                    store_buffer ^= 1;\n                }\n"
-assert text.count(anchor) == 1 and text.count(store) == 1, "wgmma_specialized.cu is not as the lab read it"
+if text.count(anchor) != 1 or text.count(store) != 1 or "kPingPong" not in anchor:
+    sys.exit("wgmma_specialized.cu is not as the lab read it: the feature bits' line or the TMA store's end moved")
 text = text.replace(anchor, anchor[:-1] + sys.argv[1] + "\n").replace(store, store[:-1] + sys.argv[2] + "\n")
 path.write_text(text)
 PY
@@ -115,7 +124,8 @@ path = Path("kernels/fp32_warptile.cu")
 text = path.read_text()
 loop = "    for (int k0 = 0; k0 < K; k0 += BK) {\n"
 inner = "            for (int wn = 0; wn < WN_ITERS; ++wn) load_fragment<TN>(b_frag[wn], &Bs[k][thread_col + wn * SUB_N]);\n"
-assert text.count(loop) == 1 and text.count(inner) == 1, "fp32_warptile.cu is not as the lab read it"
+if text.count(loop) != 1 or text.count(inner) != 1:
+    sys.exit("fp32_warptile.cu is not as the lab read it: its K loop or its B fragment load moved")
 text = text.replace(loop, sys.argv[1] + "\n" + loop).replace(inner, inner + sys.argv[2] + "\n")
 end = text.rindex("\n}")  # the kernel's closing brace: the file's last function
 text = text[:end] + "\n" + sys.argv[3] + text[end:]
@@ -132,8 +142,9 @@ branch() {  # the scratch branch in $S/repo, its commits into $S/commits-made.tx
     git checkout -q -B scratch "origin/$base" || { say "no branch $base in $origin"; exit 2; }
     for n in $(seq 1 $COMMITS); do
         echo "# scratch commit $n: changes no kernel" >> scratch-commits.txt  # read by nothing
-        [ "$n" = "$SLOW_WGMMA" ] && slow_wgmma
-        [ "$n" = "$SLOW_FP32" ] && slow_fp32
+        # A slowdown that cannot be applied stops the build: a branch without its steps would measure nothing.
+        if [ "$n" = "$SLOW_WGMMA" ]; then slow_wgmma || { say "commit $n: the slowdown was not applied"; exit 2; }; fi
+        if [ "$n" = "$SLOW_FP32" ]; then slow_fp32 || { say "commit $n: the slowdown was not applied"; exit 2; }; fi
         local when="@$((1795000000 + 60 * n)) +0000"
         git add -A && GIT_AUTHOR_NAME=lab GIT_AUTHOR_EMAIL=lab@localhost GIT_COMMITTER_NAME=lab \
             GIT_COMMITTER_EMAIL=lab@localhost GIT_AUTHOR_DATE=$when GIT_COMMITTER_DATE=$when git commit -qm \
@@ -144,7 +155,7 @@ branch() {  # the scratch branch in $S/repo, its commits into $S/commits-made.tx
 }
 
 build() {
-    rm -rf "$S" "$WORK" && mkdir -p "$S"
+    rm -rf "$S" "$WORK" && mkdir -p "$S/logs"
     branch
     cp "$S/commits-made.txt" "$S/commits.txt"
     cd "$S/repo" || exit 2
@@ -155,9 +166,9 @@ build() {
             local before after
             before=$(sed -n "$((n - 1))p" "$S/commits.txt") after=$(sed -n "${n}p" "$S/commits.txt")
             git checkout -q "$after"
-            python3 -m sgemm gate "$before" "$after" --dry-run --cpu-check --plan "$OUT/cpu-check-$n.json" \
-                > "$OUT/cpu-check-$n.txt" 2>&1
-            say "cpu check of commit $n: exit $?; to time: $(python3 -c 'import json, sys; print(", ".join(json.load(open(sys.argv[1]))["to_time"]) or "nothing")' "$OUT/cpu-check-$n.json" 2>/dev/null)"
+            python3 -m sgemm gate "$before" "$after" --dry-run --cpu-check --plan "$S/logs/cpu-check-$n.json" \
+                > "$S/logs/cpu-check-$n.txt" 2>&1
+            say "cpu check of commit $n: exit $?; to time: $(python3 -c 'import json, sys; print(", ".join(json.load(open(sys.argv[1]))["to_time"]) or "nothing")' "$S/logs/cpu-check-$n.json" 2>/dev/null)"
         done
         git checkout -q scratch
     fi
@@ -204,7 +215,7 @@ commits() {
         local started=$SECONDS status
         (cd "$S/repo" && timeout "${HISTORY_TIMEOUT_S:-500}" python3 -m sgemm history --first 1 --gpus 4 \
             "${SELECT[@]}" --results "$S/results" --work "$WORK" --html "$S/html" --npm-cache "$src/.npm-cache") \
-            > "$OUT/history-$n.log" 2>&1
+            > "$S/logs/history-$n.log" 2>&1
         status=$? wall=$((SECONDS - started))
         [ "$wall" -gt "$slowest" ] && slowest=$wall
         cp "$S/html/notices.json" "$S/notices/commit-$n.json" 2>/dev/null
@@ -212,7 +223,7 @@ commits() {
         line=$(standin "$S/html/notices.json" "$S/issues.json")
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "${hash:0:8}" "$status" "$wall" \
             $(notices_count "$S/html/notices.json") "$(open_issues "$S/issues.json")" "$line" >> "$S/record.tsv"
-        say "commit $n (${hash:0:8}): history exit $status after ${wall} s; $(grep -h 'timeline:' "$OUT/history-$n.log" | tail -n 1 | sed 's/.*timeline: //'); issue job: $line"
+        say "commit $n (${hash:0:8}): history exit $status after ${wall} s; $(grep -h 'timeline:' "$S/logs/history-$n.log" | tail -n 1 | sed 's/.*timeline: //'); issue job: $line"
         save  # after every commit: a cut call loses at most the one under way
     done
     column -t -s '	' "$S/record.tsv" | tee -a "$OUT/summary.txt"
@@ -254,9 +265,14 @@ check() {
     say "withheld: commit $WITHHOLD (${hash:0:8}) of machine $machine: $(ls "$S/withheld" | tr '\n' ' ')"
     for tree in withheld whole; do
         local results=$S/results-withheld html=$S/html-withheld
-        [ "$tree" = whole ] && results=$S/results html=$S/html
+        if [ "$tree" = whole ]; then
+            results=$S/results html=$S/html
+            # The watch's memory is the last publish's notices: the whole tree follows the withheld publish, as a
+            # site republished after a commit's figures came back would.
+            cp "$S/results-withheld/notices.json" "$S/results/notices.json"
+        fi
         (cd "$S/repo" && python3 -m sgemm publish --results "$results" --html "$html" --npm-cache "$src/.npm-cache") \
-            > "$OUT/publish-$tree.log" 2>&1
+            > "$S/logs/publish-$tree.log" 2>&1
         say "publish ($tree): exit $?; issue job: $(standin "$html/notices.json" "$S/issues.json"); open issues $(open_issues "$S/issues.json")"
         cp "$html/notices.json" "$S/notices/$tree.json" 2>/dev/null
         true_steps "$html/notices.json" | tee -a "$OUT/summary.txt"
