@@ -88,8 +88,8 @@ class HistoryPlan:
                  f"measure" + (f" ({', '.join(c[:8] for c in self.commits[:5])}"
                                f"{', ...' if len(self.commits) > 5 else ''})" if self.commits else "")]
         if self.seconds_per_commit and self.commits:
-            minutes = self.seconds_per_commit * len(self.commits) / 60 / gpus
-            lines.append(f"expected: about {minutes:.0f} min ({self.seconds_per_commit / 60:.1f} min a commit in "
+            expected_s = self.seconds_per_commit * len(self.commits) / gpus
+            lines.append(f"expected: about {minutes(expected_s)} ({minutes(self.seconds_per_commit)} a commit in "
                          "this machine's last run" + (f", spread over {gpus} GPUs)" if gpus > 1 else ")"))
         elif self.commits:
             lines.append("expected: no run of this machine to go by (what a commit took on other boxes: "
@@ -521,7 +521,7 @@ def run_sharded(repo: Path, chosen: HistoryPlan, results_dir: Path, shards: list
                                                                 energy_s=energy_cost_s(list(shard.cases), charged)),
                                  Tail(log), Tail(measuring)))
         print(f"sgemm history: GPU {shard.gpu}: {counted(len(shard.cases), 'case')}, about "
-              f"{shard.seconds / 60:.0f} min a commit; asv's output in {log}", file=sys.stderr)
+              f"{minutes(shard.seconds)} a commit; asv's output in {log}", file=sys.stderr)
     started = time.monotonic()
     try:
         _wait_for_shards(running, started if began is None else began, after_s)

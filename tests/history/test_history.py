@@ -94,7 +94,13 @@ def test_a_later_run_measures_what_came_since_and_says_how_long(repo, tmp_path):
     chosen = run.plan(repo, results, "box", gpu=True, first=1)
     assert chosen.commits == (repo.commits[4], repo.commits[3])
     assert chosen.seconds_per_commit == 120.0
-    assert chosen.describe()[1] == "expected: about 4 min (2.0 min a commit in this machine's last run)"
+    assert chosen.describe()[1] == "expected: about 4.0 min (2.0 min a commit in this machine's last run)"
+    # Under a minute, in seconds: a sharded run of short commits is not "about 0 min".
+    write_asv_run(results, "box", repo.commits[3], 1_000, {(GEMM, TIME): {("naive", 64, "fp32"): [1.0]}},
+                  duration_s=40.0)
+    chosen = run.plan(repo, results, "box", gpu=True, first=1)
+    assert chosen.describe(gpus=4)[1] == ("expected: about 10 s (40 s a commit in this machine's last run, spread "
+                                          "over 4 GPUs)")
 
 
 def test_another_machines_results_do_not_count_as_measured_here(repo, tmp_path):
