@@ -195,6 +195,26 @@ def test_the_results_view_links_every_file_and_leaves_out_benchmarks_without_a_f
                                                             "bench_gpu.Gpu.track_driver_version"}
 
 
+
+def test_asv_reads_its_own_files_alone_not_the_watch_s_or_a_bisect_s_beside_them(no_gemm_results, tmp_path, capfd):
+    # The watch's memory at the tree's root, a machine's confirmations and a bisect's result: asv, walking the tree,
+    # said "Skipping results: could not load .../machine.json" for each folder of them at every publish.
+    tree = no_gemm_results.copy(tmp_path / "tree")
+    machine = tree.results / tree.H100.machine
+    (tree.results / "notices.json").write_text('{"notices": []}')
+    (machine / "confirmations.json").write_text("[]")
+    (machine / "bisect").mkdir()
+    (machine / "bisect" / "abc.json").write_text("{}")
+    view = tmp_path / "view"
+    results_view(tree.results, view)
+    linked = sorted(str(path.relative_to(view)) for path in view.rglob("*") if path.is_file())
+    runs = sorted(f"{machine.name}/{path.name}" for path in machine.glob("*.json")
+                  if path.name not in ("machine.json", "confirmations.json"))
+    assert runs and linked == sorted(["benchmarks.json", f"{machine.name}/machine.json", *runs])
+    assert measured_benchmarks(tree.results) == measured_benchmarks(no_gemm_results.results)
+    assert "Skipping results" not in capfd.readouterr().err
+
+
 # --- sgemm publish -----------------------------------------------------------------------------------------------
 
 
