@@ -96,8 +96,8 @@ def test_a_later_run_measures_what_came_since_and_says_how_long(repo, tmp_path):
     assert chosen.seconds_per_commit == 120.0
     assert chosen.describe()[1] == "expected: about 4.0 min (2.0 min a commit in this machine's last run)"
     # Under a minute, in seconds: a sharded run of short commits is not "about 0 min".
-    write_asv_run(results, "box", repo.commits[3], 1_000, {(GEMM, TIME): {("naive", 64, "fp32"): [1.0]}},
-                  duration_s=40.0)
+    write_asv_run(results, "box", repo.commits[3], 2_000, {(GEMM, TIME): {("naive", 64, "fp32"): [1.0]}},
+                  duration_s=40.0)  # the newer run: its duration is the one the plan goes by
     chosen = run.plan(repo, results, "box", gpu=True, first=1)
     assert chosen.describe(gpus=4)[1] == ("expected: about 10 s (40 s a commit in this machine's last run, spread "
                                           "over 4 GPUs)")
