@@ -35,7 +35,10 @@ from .verdict import (EXPECTED_CHANGES, Comparison, Level, Spending, finalised, 
 # why).
 Measure = Callable[[dict[str, int]], dict[str, Case]]
 
-EXTRA_ROUNDS = 6  # past max_rounds, for the few cases still open
+# Past max_rounds, for the few cases still open: a round of a few cases is short, and a case that an outlier round or
+# an entry learned wide kept open at the ninth round needs many more rounds than the others to decide; with few it
+# ended NOT POWERED (lab/2026-11-28-gate-outlier-rounds simulates whole gates at several counts).
+EXTRA_ROUNDS = 30
 # The share of the rate kept for those rounds: enough that a case whose spread sat just above what nine rounds needed
 # decides within them, little enough that the first looks, which decide most cases, lose little.
 RESERVE = 0.2

@@ -71,7 +71,7 @@ def test_the_few_cases_still_open_after_the_most_rounds_go_on_and_decide():
     measure, asked = simulated(sds, {}, seed=4)
     outcome = run_looks(list(sds), measure, Schedule(3, 9))
     edge = outcome.comparisons["edge"]
-    assert outcome.extended == 1 and 9 < edge.case.rounds <= 15
+    assert outcome.extended == 1 and 9 < edge.case.rounds <= 9 + looks.EXTRA_ROUNDS
     assert all(labels == ["edge"] for labels, rounds in asked if rounds > 9)
     assert edge.verdict is Verdict.SAME and edge.level.rounds_before >= 9
     without = run_looks(list(sds), simulated(sds, {}, seed=4)[0], Schedule(3, 9, extra_rounds=0))
@@ -79,7 +79,7 @@ def test_the_few_cases_still_open_after_the_most_rounds_go_on_and_decide():
 
 
 def test_many_cases_open_after_the_most_rounds_end_not_powered_there():
-    sds = {f"n{i}": 0.005 for i in range(6)}  # more than the few (two of six) that may go on
+    sds = {f"n{i}": 0.005 for i in range(12)}  # more than the few (four of twelve) that may go on
     measure, asked = simulated(sds, {}, seed=4)
     outcome = run_looks(list(sds), measure, Schedule(3, 9))
     assert max(rounds for _, rounds in asked) == 9 and not outcome.extended
