@@ -195,7 +195,6 @@ def test_the_results_view_links_every_file_and_leaves_out_benchmarks_without_a_f
                                                             "bench_gpu.Gpu.track_driver_version"}
 
 
-
 def test_asv_reads_its_own_files_alone_not_the_watch_s_or_a_bisect_s_beside_them(no_gemm_results, tmp_path, capfd):
     # The watch's memory at the tree's root, a machine's confirmations and a bisect's result: asv, walking the tree,
     # said "Skipping results: could not load .../machine.json" for each folder of them at every publish.
