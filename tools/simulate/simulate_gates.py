@@ -228,11 +228,15 @@ def percent(figure: dict) -> str:
     return f"{figure['rate']:.1%} ({figure['low']:.1%}-{figure['high']:.1%})" if figure["of"] else "-"
 
 
+def entries_note(row: dict) -> str:
+    """How the row's entries were learned, where not with their measured degrees of freedom."""
+    return f" (entries of {row['entry_df']} df)" if row.get("entry_df") else ""
+
+
 def line(result: dict) -> str:
     row = result["row"]
-    entries = f" (entries of {row['entry_df']} df)" if row.get("entry_df") else ""
-    return (f"{row['cases']:>3} cases {row['shape']:<10} file {row['file']:<6}{entries} A/A {row['aa']}: false alarm "
-            f"{percent(result['false_alarm'])}, undecided {percent(result['undecided'])}, "
+    return (f"{row['cases']:>3} cases {row['shape']:<10} file {row['file']:<6}{entries_note(row)} A/A {row['aa']}: "
+            f"false alarm {percent(result['false_alarm'])}, undecided {percent(result['undecided'])}, "
             f"{result['not_powered_a_gate']:.3f} NOT POWERED a gate, {result['mean_rounds_a_case']:.2f} rounds a case "
             f"(most {result['most_rounds']}), file set aside {percent(result['file_set_aside'])}, entries set aside "
             f"{result['entries_set_aside_a_case']:.2%} of cases; A/B {row['ab']}: 0.5% found {percent(result['found'])}"
@@ -247,8 +251,7 @@ TABLE_HEAD = ("| cases | rounds | file | A/A gates | false alarm | undecided | N
 
 def table_row(result: dict) -> str:
     row = result["row"]
-    file = row["file"] + (" (sds of 4096)" if row["sds_from_4096"] else "") \
-        + (f" (entries of {row['entry_df']} df)" if row.get("entry_df") else "")
+    file = row["file"] + (" (sds of 4096)" if row["sds_from_4096"] else "") + entries_note(row)
     return (f"| {row['cases']} | {row['shape']} | {file} | {row['aa']} | {percent(result['false_alarm'])} | "
             f"{percent(result['undecided'])} | {result['not_powered_a_gate']:.3f} | "
             f"{result['mean_rounds_a_case']:.2f} ({result['most_rounds']}) | "
