@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# On a host of four H200, after call 27 (its learn4096.tar.gz in .hist/; the H200 counterpart of call 26 without
-# the tile-order and events jobs, which are the H100's questions): the Hopper ladder and its controls at 8192 learned
-# the same way (25 rounds over the four cards, with call 27's rounds), giving the whole file; then, judged with it and
+# On a host of four H200 (the H200 counterpart of call 26 without the tile-order and events jobs, which are the
+# H100's questions; call 27 brought nothing back, so this one stands alone): the Hopper ladder and its controls at
+# 8192 learned with 25 rounds over the four cards (entries of 24 degrees of freedom at 8192); then, judged with it and
 # the gate's default options (--extra-rounds 30 since c989e1f), three A/A gates of the Hopper ladder at 8192 at once,
 # one per card 0-2, while card 3 stays idle; then the same A/A gate with --gpus 4.
-# Carried: .whl, .bundle/main.bundle, .hist. Results: $OUT/<job>.tar.gz and the noise file.
+# Carried: .whl, .bundle/main.bundle. Results: $OUT/<job>.tar.gz and the noise file.
 jobs=/tmp/jobs28
 source lab/2026-11-28-four-cards/prologue.sh
 gates=lab/2026-11-28-gate-scale-on-the-gpu/run.sh
-mkdir -p $jobs/learn8192 $jobs/aa0 $jobs/aa1 $jobs/aa2 $jobs/gpus4 /tmp/call27
-tar -xzf .hist/learn4096.tar.gz -C /tmp/call27 && tar -xzf /tmp/call27/learn4096/phaselearn-4096.tar.gz -C /tmp/call27
-CARDS=0,1,2,3 MACHINE=nvidia-h200 LEARN_ROUNDS=25 LEARN_LIMIT_S=200 LEARNED_FROM=/tmp/call27/rounds-learn-4096 \
-    OUT=$jobs/learn8192 timeout 230 bash $gates learn-8192 > $jobs/learn8192/run.log 2>&1
+mkdir -p $jobs/learn8192 $jobs/aa0 $jobs/aa1 $jobs/aa2 $jobs/gpus4
+CARDS=0,1,2,3 MACHINE=nvidia-h200 LEARN_ROUNDS=25 LEARN_LIMIT_S=200 OUT=$jobs/learn8192 \
+    timeout 230 bash $gates learn-8192 > $jobs/learn8192/run.log 2>&1
 noise=$jobs/learn8192/noise-nvidia-h200.json
 cp $noise "$OUT/" 2>/dev/null
 pack learn8192
