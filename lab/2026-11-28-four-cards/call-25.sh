@@ -7,6 +7,7 @@
 # rounds in one call did not fit on four H200s (call 27: the learn's limit plus its setup reached the command's 600
 # s, and nothing came back); each part's limits leave a minute for packing. Its tarball, carried back in .hist/ as
 # learn4096-a.tar.gz and learn4096-b.tar.gz, feeds call 26.
+# On four H200s instead, MACHINE=nvidia-h200 before both scripts (run.sh names the asv machine and the file by it).
 # Carried: .whl, .bundle/main.bundle. Results: $OUT/learn4096-PART.tar.gz.
 part=${1:?usage: call-25.sh a|b}
 jobs=/tmp/jobs25$part

@@ -16,7 +16,7 @@ part=${1:?usage: call-26.sh learn|gates|gpus4}
 jobs=/tmp/jobs26
 source lab/2026-11-28-four-cards/prologue.sh
 gates=lab/2026-11-28-gate-scale-on-the-gpu/run.sh
-noise=$jobs/learn8192/noise-nvidia-h100-80gb-hbm3.json
+noise=$jobs/learn8192/noise-${MACHINE:-nvidia-h100-80gb-hbm3}.json  # MACHINE=nvidia-h200 for four H200s, as in call-25.sh
 if [[ $part != learn ]]; then
     mkdir -p $jobs && tar -xzf .hist/learn8192.tar.gz -C $jobs
 fi
