@@ -4,7 +4,7 @@
 # 4096, timing forced, 25 rounds a case over the four cards (run.sh learn-4096), and `sgemm noise` over it. Its phase
 # tarball, carried back in .hist/, feeds call 28.
 # Carried: .whl, .bundle/main.bundle. Results: $OUT/learn4096.tar.gz.
-# Run once (2026-11-28, before 19:54 UTC): no file came back (README, calls 27-30).
+# Run once (2026-11-28, 19:19-19:28 UTC): cut at its limit after about 22 rounds a case (README, calls 27-30).
 jobs=/tmp/jobs27
 source lab/2026-11-28-four-cards/prologue.sh
 mkdir -p $jobs/learn4096
