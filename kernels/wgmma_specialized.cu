@@ -6,13 +6,16 @@
 // 128 per thread), wait until a stage is full, issue four m64n256k16 wgmmas on 64 rows of the A tile and all of B,
 // and keep those in flight while they hand the previous stage back on its "empty" barrier. Waits are mbarrier parity
 // waits: a thread tracks the phase of each slot it passes, with no arrival tokens to keep.
-// The block walks tiles work = blockIdx / CLUSTER_M, + gridDim / CLUSTER_M, ...: one tile with the grid one block
+// The cluster walks tiles work = its index in the grid, + the grid's clusters, ...: one tile with the grid one block
 // per tile, several with a persistent grid (as many blocks as the GPU holds at once), where the loader starts on
 // the next tile while the compute warpgroups write this one out.
 // STAGES      slots in the ring (48 KB each; 40 KB with kPingPong).
-// CLUSTER_M   blocks per cluster, on tiles stacked in M that share their tile of B: each block copies 1 / CLUSTER_M
-//             of it and the TMA multicasts it into every block of the cluster; a slot is empty once the compute
-//             warpgroups of every block that read it have released it.
+// CLUSTER_M   blocks of a cluster on tiles stacked in M, which share their tile of B: each block copies 1 / CLUSTER_M
+//             of it and the TMA multicasts it into the others.
+// CLUSTER_N   blocks of a cluster on tiles side by side in N, which share their tile of A likewise (each copies
+//             BM / CLUSTER_N of its rows). A cluster of CLUSTER_M x CLUSTER_N blocks reads A and B from L2 once for
+//             its CLUSTER_M x CLUSTER_N tiles. A slot is empty once the compute warpgroups of every block that
+//             writes into it (the block itself and those in its cluster row and column) have released it there.
 // FEATURES
 //   kGroupedOrder  tiles are walked down a group of 8 cluster rows before moving right, so the blocks running at
 //                  once share rows of A and columns of B in L2, instead of sweeping whole rows of C.
@@ -33,11 +36,15 @@
 //   <T, 4, 2, 0>, persistent grid         2-block clusters, B multicast              wgmma_cluster
 //   <T, 4, 2, kGroupedOrder | kTmaStore>, persistent grid                             wgmma_grouped_tma_store
 //   <T, 5, 2, kGroupedOrder | kTmaStore | kPingPong>, persistent grid; BM 64         wgmma_pingpong
-// Every instantiation takes the descriptor of C; only kTmaStore reads it. The launch takes threads, tile, cluster,
-// shared memory and TMA boxes from gemm_wgmma_specialized_geometry.
-// Shapes: M a multiple of BM * CLUSTER_M (128 * CLUSTER_M; 64 * CLUSTER_M with kPingPong), N of 256, K of 64; row
-// strides multiples of 8 elements (the TMA's 16-byte stride rule). Needs sm_90a (compute capability 9.0 exactly).
-// Ladder: builds on wgmma_tma_wide; wgmma_pingpong on wgmma_grouped_tma_store.
+//   <T, 4, 2, kGroupedOrder | kTmaStore, 2>, persistent grid; 2 x 2 clusters         wgmma_cluster_2x2
+// (CLUSTER_N comes last, 1 unless given, so that the entries written before it still name their kernels.)
+// Every instantiation takes the descriptor of C; only kTmaStore reads it. The launch takes threads, tile, cluster
+// (CLUSTER_M, CLUSTER_N, 1), shared memory and TMA boxes from gemm_wgmma_specialized_geometry; a persistent grid is
+// CLUSTER_N blocks high, so that a cluster's blocks differ in blockIdx.y by its column alone.
+// Shapes: M a multiple of BM * CLUSTER_M (128 * CLUSTER_M; 64 * CLUSTER_M with kPingPong), N of 256 * CLUSTER_N, K of
+// 64; row strides multiples of 8 elements (the TMA's 16-byte stride rule). Needs sm_90a (compute capability 9.0
+// exactly).
+// Ladder: builds on wgmma_tma_wide; wgmma_pingpong and wgmma_cluster_2x2 on wgmma_grouped_tma_store.
 #include "common.cuh"
 #include "hopper.cuh"
 
@@ -81,35 +88,36 @@ struct RingLayout {
                   "the register file holds 64K registers");
 };
 
-// One stage: A's tile in one box, B's in kChunks boxes of kChunkCols columns; C leaves, with kTmaStore, in
-// kStoreRows x kStoreCols boxes (every instantiation takes C's descriptor).
-template <typename T, int STAGES, int CLUSTER_M, unsigned FEATURES>
+// One stage: A's tile in CLUSTER_N boxes of BM / CLUSTER_N rows (a block copies one), B's in kChunks boxes of
+// kChunkCols columns; C leaves, with kTmaStore, in kStoreRows x kStoreCols boxes (every instantiation takes C's
+// descriptor).
+template <typename T, int STAGES, int CLUSTER_M, unsigned FEATURES, int CLUSTER_N = 1>
 __device__ constexpr LaunchGeometry gemm_wgmma_specialized_geometry = {
     {RingLayout<T, STAGES, FEATURES>::kThreads, 1},
     {RingLayout<T, STAGES, FEATURES>::kBM, RingLayout<T, STAGES, FEATURES>::kBN},
-    {CLUSTER_M, 1, 1},
+    {CLUSTER_M, CLUSTER_N, 1},
     RingLayout<T, STAGES, FEATURES>::kSharedBytes,
     STAGES,
-    {{RingLayout<T, STAGES, FEATURES>::kBM, RingLayout<T, STAGES, FEATURES>::kBK, kSwizzleBytes},
+    {{RingLayout<T, STAGES, FEATURES>::kBM / CLUSTER_N, RingLayout<T, STAGES, FEATURES>::kBK, kSwizzleBytes},
      {RingLayout<T, STAGES, FEATURES>::kBK, RingLayout<T, STAGES, FEATURES>::kChunkCols, kSwizzleBytes},
      {RingLayout<T, STAGES, FEATURES>::kStoreRows, RingLayout<T, STAGES, FEATURES>::kStoreCols, kSwizzleBytes}}};
 
 struct TileOfWork {
-    int cluster_row;  // in units of CLUSTER_M tiles of 128 rows
-    int col;  // in tiles of 256 columns
+    int cluster_row;  // in units of CLUSTER_M tiles of BM rows
+    int cluster_col;  // in units of CLUSTER_N tiles of 256 columns
 };
 
 template <unsigned FEATURES>
-__device__ __forceinline__ TileOfWork tile_of(int work, int cluster_rows, int tiles_n) {
+__device__ __forceinline__ TileOfWork tile_of(int work, int cluster_rows, int cluster_cols) {
     if constexpr ((FEATURES & kGroupedOrder) != 0) {
         constexpr int kGroupRows = 8;
-        const int per_group = kGroupRows * tiles_n;
+        const int per_group = kGroupRows * cluster_cols;
         const int first = work / per_group * kGroupRows;
         const int rows = min(cluster_rows - first, kGroupRows);
         const int in_group = work % per_group;
         return {first + in_group % rows, in_group / rows};
     } else {
-        return {work / tiles_n, work % tiles_n};
+        return {work / cluster_cols, work % cluster_cols};
     }
 }
 
@@ -118,25 +126,30 @@ __device__ __forceinline__ int swizzled_store_offset(int row, int col) {
     return row * 32 + (((col / 4) ^ (row % 8)) * 4) + col % 4;
 }
 
-template <typename T, int STAGES, int CLUSTER_M, unsigned FEATURES>
-__global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) __cluster_dims__(CLUSTER_M, 1, 1)
+template <typename T, int STAGES, int CLUSTER_M, unsigned FEATURES, int CLUSTER_N = 1>
+__global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) __cluster_dims__(CLUSTER_M, CLUSTER_N, 1)
     gemm_wgmma_specialized(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta,
                            float* C, int ldc, const __grid_constant__ TensorMap a_map,
                            const __grid_constant__ TensorMap b_map, const __grid_constant__ TensorMap c_map) {
     using L = RingLayout<T, STAGES, FEATURES>;
     static_assert((FEATURES & ~(kGroupedOrder | kTmaStore | kPingPong)) == 0, "unknown feature bit");
-    static_assert(L::kChunks % CLUSTER_M == 0, "the blocks of a cluster split B's column chunks evenly");
+    static_assert(L::kChunks % CLUSTER_M == 0, "the blocks of a cluster column split B's column chunks evenly");
     constexpr int kBM = L::kBM, kBN = L::kBN, kBK = L::kBK;
-    constexpr LaunchGeometry kStated = gemm_wgmma_specialized_geometry<T, STAGES, CLUSTER_M, FEATURES>;
+    // A block copies kOwnARows of the A tile its cluster row shares, into the same place in each of their slots.
+    constexpr int kOwnARows = kBM / CLUSTER_N, kOwnABytes = L::kABytes / CLUSTER_N;
+    static_assert(kBM % CLUSTER_N == 0 && kOwnABytes % kSwizzleAtomBytes == 0,
+                  "the blocks of a cluster row split A's rows into whole 1024-byte swizzle atoms");
+    constexpr LaunchGeometry kStated = gemm_wgmma_specialized_geometry<T, STAGES, CLUSTER_M, FEATURES, CLUSTER_N>;
     static_assert(is_pair(kStated.block_threads, L::kThreads, 1), "block_threads: not this kernel's warpgroups");
     static_assert(is_pair(kStated.block_tile, kBM, kBN), "block_tile: not the tile this kernel computes");
-    static_assert(is_cluster(kStated, CLUSTER_M, 1, 1), "cluster: not this kernel's __cluster_dims__");
+    static_assert(is_cluster(kStated, CLUSTER_M, CLUSTER_N, 1), "cluster: not this kernel's __cluster_dims__");
     static_assert(kStated.shared_memory == L::kSharedBytes, "shared_memory: not what this kernel's ring takes");
     static_assert(kStated.stages == STAGES, "stages: not this kernel's slots");
-    static_assert(is_box(kStated.tma[0], kBM, kBK, kSwizzleBytes) &&
+    static_assert(is_box(kStated.tma[0], kOwnARows, kBK, kSwizzleBytes) &&
                       is_box(kStated.tma[1], kBK, L::kChunkCols, kSwizzleBytes) &&
                       is_box(kStated.tma[2], L::kStoreRows, L::kStoreCols, kSwizzleBytes),
-                  "tma: not the boxes this kernel copies (A's tile, B's column chunks, C's store boxes)");
+                  "tma: not the boxes this kernel copies (a block's share of A's tile, B's column chunks, C's store "
+                  "boxes)");
 
     extern __shared__ __align__(1024) unsigned char shared[];
     if (threadIdx.x == 0 && (dynamic_shared_bytes() != L::kSharedBytes || shared_address(shared) % 1024)) {
@@ -146,13 +159,19 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
     auto* empty = full + STAGES;
     auto* mma_turn = empty + STAGES;  // kPingPong: completes a phase each time a compute warpgroup may issue wgmmas
     auto* epilogue_turn = mma_turn + L::kConsumers;  // and each time it may write C through the store buffers
-    const unsigned rank = CLUSTER_M > 1 ? cluster_rank() : 0;
+    constexpr int kClusterBlocks = CLUSTER_M * CLUSTER_N;
+    const unsigned rank = kClusterBlocks > 1 ? cluster_rank() : 0;
+    // The block's place in its cluster: the rank counts along M (x) first.
+    const unsigned cluster_m = CLUSTER_N == 1 ? rank : rank % CLUSTER_M;
+    const unsigned cluster_n = CLUSTER_N == 1 ? 0 : rank / CLUSTER_M;
     const int warpgroup = threadIdx.x / kWarpgroupThreads;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbarrier_init(&full[s], 1);  // the loader's arrival, plus the stage's bytes
-            mbarrier_init(&empty[s], L::kSlotReaders * CLUSTER_M);  // the cluster's warpgroups that read it
+            // The warpgroups that read it in every block that writes into it: the blocks of this block's cluster
+            // column (B) and row (A), itself among them once.
+            mbarrier_init(&empty[s], L::kSlotReaders * (CLUSTER_M + CLUSTER_N - 1));
         }
         if constexpr (L::kTakesTurns) {
             for (int c = 0; c < L::kConsumers; ++c) {
@@ -166,31 +185,43 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
         }
         fence_barrier_init();
     }
-    if constexpr (CLUSTER_M > 1) {
+    if constexpr (kClusterBlocks > 1) {
         cluster_sync();  // the other blocks' barriers exist before anything multicasts or arrives on them
     } else {
         __syncthreads();
     }
 
-    const int tiles_n = N / kBN, cluster_rows = M / (kBM * CLUSTER_M);
-    const int work_count = cluster_rows * tiles_n, k_steps = K / kBK;
-    const int block = blockIdx.y * gridDim.x + blockIdx.x;
-    const int first_work = block / CLUSTER_M, work_stride = gridDim.x * gridDim.y / CLUSTER_M;
+    const int cluster_cols = N / (kBN * CLUSTER_N), cluster_rows = M / (kBM * CLUSTER_M);
+    const int work_count = cluster_rows * cluster_cols, k_steps = K / kBK;
+    // Clusters are counted along the grid's rows of clusters; a persistent grid is a single one, CLUSTER_N high.
+    const int block = blockIdx.y / CLUSTER_N * gridDim.x + blockIdx.x;  // the first of its cluster row, in M
+    const int first_work = block / CLUSTER_M, work_stride = gridDim.x * (gridDim.y / CLUSTER_N) / CLUSTER_M;
 
     if (warpgroup == 0) {
         release_registers<L::kLoaderRegisters>();
         if (threadIdx.x == 0) {
             int stage = 0;
             unsigned phase = 0;
+            // The blocks that take this block's copies: its cluster row shares A's rows, its column B's columns.
+            unsigned short row_blocks = 0;
+#pragma unroll
+            for (int j = 0; j < CLUSTER_N; ++j) row_blocks |= 1u << (cluster_m + CLUSTER_M * j);
+            const auto column_blocks = static_cast<unsigned short>(((1u << CLUSTER_M) - 1) << (CLUSTER_M * cluster_n));
             for (int work = first_work; work < work_count; work += work_stride) {
-                const TileOfWork tile = tile_of<FEATURES>(work, cluster_rows, tiles_n);
-                const int m0 = (tile.cluster_row * CLUSTER_M + rank) * kBM, n0 = tile.col * kBN;
+                const TileOfWork tile = tile_of<FEATURES>(work, cluster_rows, cluster_cols);
+                const int m0 = (tile.cluster_row * CLUSTER_M + cluster_m) * kBM;
+                const int n0 = (tile.cluster_col * CLUSTER_N + cluster_n) * kBN;
                 for (int k = 0; k < k_steps; ++k) {
                     mbarrier_wait(&empty[stage], phase ^ 1);
                     mbarrier_arrive_expect_bytes(&full[stage], L::kStageBytes);  // this block's copies and the others'
                     unsigned char* slot = shared + stage * L::kStageBytes;
                     T* b_tile = reinterpret_cast<T*>(slot + L::kABytes);
-                    tma_load(slot, &a_map, &full[stage], k * kBK, m0);
+                    if constexpr (CLUSTER_N == 1) {
+                        tma_load(slot, &a_map, &full[stage], k * kBK, m0);
+                    } else {
+                        tma_load_multicast(slot + cluster_n * kOwnABytes, &a_map, &full[stage], k * kBK,
+                                           m0 + cluster_n * kOwnARows, row_blocks);
+                    }
                     if constexpr (CLUSTER_M == 1) {
 #pragma unroll
                         for (int c = 0; c < L::kChunks; ++c)
@@ -198,9 +229,9 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
                     } else {
                         constexpr int kOwn = L::kChunks / CLUSTER_M;
 #pragma unroll
-                        for (int c = rank * kOwn; c < (rank + 1) * kOwn; ++c)
+                        for (int c = cluster_m * kOwn; c < (cluster_m + 1) * kOwn; ++c)
                             tma_load_multicast(b_tile + c * L::kChunkElements, &b_map, &full[stage], n0 + 64 * c,
-                                               k * kBK, static_cast<unsigned short>((1u << CLUSTER_M) - 1));
+                                               k * kBK, column_blocks);
                     }
                     if (++stage == STAGES) {
                         stage = 0;
@@ -214,14 +245,21 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
         const int consumer = warpgroup - 1;
         const int thread = threadIdx.x % kWarpgroupThreads;
         const FragmentPosition at(thread);
-        // One thread of the warpgroup hands a slot back, after the warpgroup's wgmmas on it have completed.
+        // One thread of the warpgroup hands a slot back, after the warpgroup's wgmmas on it have completed, to every
+        // block that writes into it: those of its cluster column (B) and row (A).
         auto release = [&](int slot) {
             if (thread != 0) return;
-            if constexpr (CLUSTER_M == 1) {
+            if constexpr (kClusterBlocks == 1) {
                 mbarrier_arrive(&empty[slot]);
             } else {
 #pragma unroll
-                for (int r = 0; r < CLUSTER_M; ++r) mbarrier_arrive_cluster(&empty[slot], r);
+                for (int j = 0; j < CLUSTER_N; ++j) {
+#pragma unroll
+                    for (int i = 0; i < CLUSTER_M; ++i) {
+                        if (i == static_cast<int>(cluster_m) || j == static_cast<int>(cluster_n))
+                            mbarrier_arrive_cluster(&empty[slot], i + CLUSTER_M * j);
+                    }
+                }
             }
         };
         int stage = 0, store_buffer = 0;
@@ -252,8 +290,9 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
         }
         for (int work = first_work + (kTurns ? consumer * work_stride : 0); work < work_count;
              work += (kTurns ? L::kConsumers : 1) * work_stride) {
-            const TileOfWork tile = tile_of<FEATURES>(work, cluster_rows, tiles_n);
-            const int m0 = (tile.cluster_row * CLUSTER_M + rank) * kBM + a_row, n0 = tile.col * kBN;
+            const TileOfWork tile = tile_of<FEATURES>(work, cluster_rows, cluster_cols);
+            const int m0 = (tile.cluster_row * CLUSTER_M + cluster_m) * kBM + a_row;
+            const int n0 = (tile.cluster_col * CLUSTER_N + cluster_n) * kBN;
 #pragma unroll
             for (int i = 0; i < kBN / 2; ++i) acc[i] = 0.0f;
             if constexpr (kTurns) mbarrier_wait(&mma_turn[consumer], turn);
@@ -339,7 +378,7 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
             if (thread == 0) tma_store_wait_all();  // shared memory stays until the stores have read it
         }
     }
-    if constexpr (CLUSTER_M > 1) {
+    if constexpr (kClusterBlocks > 1) {
         __syncwarp();  // the loader's warp meets its one busy lane again: the cluster barrier is warp-aligned
         cluster_sync();  // no block leaves while another may still arrive on its barriers
     }

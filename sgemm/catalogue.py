@@ -124,7 +124,8 @@ class Geometry:
 
     block_threads: tuple[int, int]  # blockDim x, y
     block_tile: tuple[int, int]  # rows, cols of C a block computes (per tile it takes, for a persistent kernel)
-    cluster: tuple[int, int, int] = (1, 1, 1)  # blocks per thread-block cluster
+    # Blocks per thread-block cluster, x, y, z; a persistent kernel's x runs along M and y along N (tiles it places)
+    cluster: tuple[int, int, int] = (1, 1, 1)
     shared_memory: int = 0  # dynamic shared memory per block, in bytes
     tma: tuple[TmaOperand, ...] = ()  # in the order of TMA_OPERANDS
     stages: int = 0  # K steps of TMA tiles the shared memory holds at once (0: none, or not stated)
@@ -255,13 +256,15 @@ class Kernel:
 
     def grid(self, geometry: Geometry, m: int, n: int, resident_blocks: int | None = None) -> tuple[int, int, int]:
         """The launch grid: a block per tile (x over N, y over M), or for a persistent kernel as many blocks as the
-        GPU holds at once (`resident_blocks`, a multiple of the cluster), never more than there are tiles."""
+        GPU holds at once (`resident_blocks`, a multiple of the cluster), never more than there are tiles, in one row
+        of clusters: as high as a cluster (its blocks along N, for a kernel that places its tiles itself)."""
         across, down = geometry.tiles(m, n)
         if self.grid_rule == "tiles":
             return (across, down, 1)
         if not resident_blocks:
             raise ValueError(f"{self.name} has a persistent grid: how many blocks the GPU holds at once is needed")
-        return (min(resident_blocks, across * down), 1, 1)
+        high = geometry.cluster[1]
+        return (min(resident_blocks, across * down) // high, high, 1)
 
     def element_bytes(self, operand: str) -> int:
         """Bytes per element of A, B or C."""

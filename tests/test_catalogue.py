@@ -142,6 +142,10 @@ def test_a_persistent_grid_holds_what_the_gpu_holds_and_no_more_than_the_tiles()
     with pytest.raises(ValueError, match="persistent grid"):
         kernel.grid(RING_CLUSTER, 8192, 8192)
     assert KERNELS["fp16/wgmma_pipelined"].grid(RING, 4096, 4096) == (16, 32, 1)  # a block per tile
+    # Clusters of 2 x 2 (along M, along N): the grid is as high as a cluster, so a launch's clusters lie in one row.
+    square = dataclasses.replace(RING_CLUSTER, cluster=(2, 2, 1))
+    assert kernel.grid(square, 8192, 8192, resident_blocks=128) == (64, 2, 1)
+    assert kernel.grid(square, 256, 512, resident_blocks=128) == (2, 2, 1)  # one cluster: 2 x 2 tiles
 
 
 def test_cluster_and_tma_shape_rules():

@@ -116,7 +116,7 @@ def resident_blocks(kernel: Kernel, geometry: Geometry, function) -> int:
     from cuda.bindings import driver
 
     if geometry.cluster != (1, 1, 1):
-        config = _config(geometry, (math.prod(geometry.cluster), 1, 1))
+        config = _config(geometry, geometry.cluster)  # a grid of one cluster: what is counted is how many fit
         clusters = _driver_call(driver.cuOccupancyMaxActiveClusters(function, config),
                                 f"{kernel.name}: counting the clusters that fit")
         return clusters * math.prod(geometry.cluster)

@@ -278,8 +278,10 @@ def _tma_problems(kernel: Kernel, geometry: Geometry, threads: int, stated_by_ke
         return [*problems, f"{name}: tma: a kernel that copies by TMA copies A and B so, not only "
                            f"{', '.join(boxes)}"]
     step = boxes["A"][1]  # K elements a stage holds
-    if boxes["A"][0] != rows:
-        problems.append(f"{name}: tma.A.box {list(boxes['A'])}: a stage of A is the tile's {rows} rows")
+    sharing_a = geometry.cluster[1]  # a cluster's blocks along N share A's rows: each copies its share to all
+    if boxes["A"][0] * sharing_a != rows:
+        problems.append(f"{name}: tma.A.box {list(boxes['A'])}: a stage of A is the tile's {rows} rows"
+                        + (f", copied in {sharing_a} boxes by the blocks of a cluster row" if sharing_a > 1 else ""))
     if boxes["B"][0] != step or cols % boxes["B"][1]:
         problems.append(f"{name}: tma.B.box {list(boxes['B'])}: a stage of B is {step} rows (A's box is "
                         f"{step} columns) by column chunks that divide the tile's {cols}")
@@ -296,7 +298,7 @@ def _tma_problems(kernel: Kernel, geometry: Geometry, threads: int, stated_by_ke
     if threads % WARPGROUP_THREADS:
         problems.append(f"{name}: block_threads {list(geometry.block_threads)} are not whole warpgroups of "
                         f"{WARPGROUP_THREADS}")
-    multiple = (rows * geometry.cluster[0], cols, step)
+    multiple = (rows * geometry.cluster[0], cols * geometry.cluster[1], step)
     if any(admitted % needed_multiple for admitted, needed_multiple in zip(kernel.multiple_of, multiple)):
         problems.append(f"{name}: multiple_of {dict(zip('mnk', kernel.multiple_of))} admits shapes its tiles do "
                         f"not cover: M, N, K must be multiples of {dict(zip('mnk', multiple))}")

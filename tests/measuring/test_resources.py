@@ -117,6 +117,22 @@ def test_a_geometry_at_odds_with_its_program_or_itself_is_named(change, message)
     assert any(message in problem for problem in problems), problems
 
 
+def test_blocks_of_a_cluster_along_n_copy_a_share_of_as_rows_and_cover_wider_shapes():
+    """A cluster two blocks wide shares A's rows between them: each box is half the tile's rows, and the entry must
+    admit only N that whole clusters cover."""
+    kernel = dataclasses.replace(get_kernel("fp16/wgmma_cluster"), multiple_of=(256, 512, 64))
+    square = dataclasses.replace(CLUSTER, cluster=(2, 2, 1),
+                                 tma=(TmaOperand("A", (64, 64), 128), TmaOperand("B", (64, 64), 128)))
+    assert resources.geometry_problems(kernel, square, stated_by_kernel=False) == []
+    whole_a = dataclasses.replace(square, tma=(TmaOperand("A", (128, 64), 128), TmaOperand("B", (64, 64), 128)))
+    assert resources.geometry_problems(kernel, whole_a, stated_by_kernel=False) == [
+        "fp16/wgmma_cluster: tma.A.box [128, 64]: a stage of A is the tile's 128 rows, copied in 2 boxes by the "
+        "blocks of a cluster row"]
+    narrow = dataclasses.replace(kernel, multiple_of=(256, 256, 64))
+    assert any("must be multiples of {'m': 256, 'n': 512, 'k': 64}" in problem
+               for problem in resources.geometry_problems(narrow, square, stated_by_kernel=False))
+
+
 def test_a_field_the_catalogue_states_is_held_against_the_kernels_own():
     kernel = dataclasses.replace(get_kernel("fp16/wgmma_cluster"), stated=(("block_tile", (128, 128)),
                                                                               ("cluster", (2, 1, 1))))
