@@ -128,6 +128,16 @@ __device__ __forceinline__ void tma_store(const TensorMap* map, const void* sour
         : "memory");
 }
 
+// The box in `source` added to (inner, outer) of a 2-D tensor map element by element (a reduction in L2, FP32 where
+// the map's elements are), as one bulk group.
+__device__ __forceinline__ void tma_reduce_add(const TensorMap* map, const void* source, int inner, int outer) {
+    asm volatile(
+        "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];\n"
+        "cp.async.bulk.commit_group;\n" ::"l"(reinterpret_cast<unsigned long long>(map)),
+        "r"(inner), "r"(outer), "r"(shared_address(source))
+        : "memory");
+}
+
 // Waits until at most PENDING of this thread's bulk store groups still read shared memory.
 template <int PENDING>
 __device__ __forceinline__ void tma_store_wait_read() {
@@ -137,6 +147,27 @@ __device__ __forceinline__ void tma_store_wait_read() {
 // Waits until every bulk store group of this thread has completed, writes included.
 __device__ __forceinline__ void tma_store_wait_all() {
     asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
+// A flag in global memory, raised by one block once its TMA stores have landed and lowered by the one block that
+// waits for it: a handshake between blocks of one launch, left lowered for the next.
+__device__ __forceinline__ void raise_after_stores(unsigned* flag) {
+    asm volatile(
+        "cp.async.bulk.wait_group 0;\n"
+        "fence.proxy.async.global;\n"
+        "st.release.gpu.global.u32 [%0], 1;\n" ::"l"(flag)
+        : "memory");
+}
+
+__device__ __forceinline__ void wait_then_lower(unsigned* flag) {
+    unsigned raised = 0;
+    do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(raised) : "l"(flag) : "memory");
+    } while (raised == 0);
+    asm volatile(
+        "st.relaxed.gpu.global.u32 [%0], 0;\n"
+        "fence.proxy.async.global;\n" ::"l"(flag)
+        : "memory");  // what the flag guarded is read next by the TMA (the async proxy)
 }
 
 // --- Warpgroups, clusters, registers ---------------------------------------------------------------------------------

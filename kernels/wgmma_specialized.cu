@@ -48,7 +48,7 @@
 #include "common.cuh"
 #include "hopper.cuh"
 
-constexpr unsigned kGroupedOrder = 1, kTmaStore = 2, kPingPong = 4;
+constexpr unsigned kGroupedOrder = 1, kTmaStore = 2, kPingPong = 4, kStreamK = 8;
 
 template <typename T, int STAGES, unsigned FEATURES>
 struct RingLayout {
@@ -121,6 +121,54 @@ __device__ __forceinline__ TileOfWork tile_of(int work, int cluster_rows, int cl
     }
 }
 
+// A cluster's share of the work: a tile whole (K steps 0 to k_steps), or with kStreamK a run of its K steps.
+struct PieceOfWork {
+    int work;  // the tile, in tile_of's order
+    int k_begin, k_end;  // its K steps this piece computes
+};
+
+// The pieces a cluster takes, in order: whole tiles work, work + stride, ... below whole_tiles; then, with
+// STREAM_K, its equal share of the K steps of the tiles from whole_tiles on, as one run that may start and end
+// inside a tile. Each share holds k_steps or more, so a tile is split between two clusters at most: the first
+// part ends one cluster's run and the second starts another's. Walked as for (piece = first(work); more(piece);
+// advance(piece)), which without STREAM_K is the loop over whole tiles it replaces.
+template <bool STREAM_K>
+struct PieceSchedule {
+    int stride, whole_tiles, k_steps;
+    long long at = 0, end = 0;  // STREAM_K: this cluster's run of K steps, counted from whole_tiles' first
+
+    __device__ PieceOfWork first(int work) {
+        if (!STREAM_K || work < whole_tiles) return {work, 0, k_steps};
+        return next_of_run();
+    }
+    __device__ bool more(const PieceOfWork& piece) const {
+        return STREAM_K ? piece.work >= 0 : piece.work < whole_tiles;
+    }
+    __device__ void advance(PieceOfWork& piece) {
+        if (!STREAM_K || piece.work < whole_tiles) {
+            piece.work += stride;
+            if (!STREAM_K || piece.work < whole_tiles) return;
+        }
+        piece = next_of_run();
+    }
+
+private:
+    __device__ PieceOfWork next_of_run() {
+        if (at >= end) return {-1, 0, 0};  // no piece: the walk ends
+        const int k_begin = static_cast<int>(at % k_steps);
+        const int k_end = static_cast<int>(min(static_cast<long long>(k_steps), k_begin + (end - at)));
+        const PieceOfWork piece = {whole_tiles + static_cast<int>(at / k_steps), k_begin, k_end};
+        at += k_end - k_begin;
+        return piece;
+    }
+};
+
+// kStreamK: one flag per block and compute warpgroup of a launch (sgemm launches at most one block an SM). They
+// belong to the program: two launches of one program at once, on two streams, would share them.
+constexpr int kMaxSplitFlags = 4096;
+template <typename T, int STAGES, int CLUSTER_M, unsigned FEATURES, int CLUSTER_N>
+__device__ unsigned split_tile_flags[kMaxSplitFlags];
+
 // Element offset of (row, col) in a 64 x 32 FP32 buffer laid out as the TMA's 128-byte swizzle expects it.
 __device__ __forceinline__ int swizzled_store_offset(int row, int col) {
     return row * 32 + (((col / 4) ^ (row % 8)) * 4) + col % 4;
@@ -132,7 +180,11 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
                            float* C, int ldc, const __grid_constant__ TensorMap a_map,
                            const __grid_constant__ TensorMap b_map, const __grid_constant__ TensorMap c_map) {
     using L = RingLayout<T, STAGES, FEATURES>;
-    static_assert((FEATURES & ~(kGroupedOrder | kTmaStore | kPingPong)) == 0, "unknown feature bit");
+    static_assert((FEATURES & ~(kGroupedOrder | kTmaStore | kPingPong | kStreamK)) == 0, "unknown feature bit");
+    constexpr bool kStreamed = (FEATURES & kStreamK) != 0;
+    static_assert(!kStreamed || ((FEATURES & kTmaStore) != 0 && (FEATURES & kPingPong) == 0),
+                  "kStreamK adds split tiles' parts by TMA reductions (kTmaStore), and takes tiles whole per cluster, "
+                  "not in turns (kPingPong)");
     static_assert(L::kChunks % CLUSTER_M == 0, "the blocks of a cluster column split B's column chunks evenly");
     constexpr int kBM = L::kBM, kBN = L::kBN, kBK = L::kBK;
     // A block copies kOwnARows of the A tile its cluster row shares, into the same place in each of their slots.
@@ -196,6 +248,39 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
     // Clusters are counted along the grid's rows of clusters; a persistent grid is a single one, CLUSTER_N high.
     const int block = blockIdx.y / CLUSTER_N * gridDim.x + blockIdx.x;  // the first of its cluster row, in M
     const int first_work = block / CLUSTER_M, work_stride = gridDim.x * (gridDim.y / CLUSTER_N) / CLUSTER_M;
+    // kStreamK: where the tiles do not divide into whole rounds of the grid's clusters, the last full round and the
+    // tiles left over are shared out by K steps, so that no cluster idles through a last round most others skip.
+    const int left_over = work_count % work_stride, full_rounds = work_count / work_stride;
+    const bool streamed = kStreamed && left_over != 0 && full_rounds >= 1;
+    const int whole_tiles = streamed ? (full_rounds - 1) * work_stride : work_count;
+    const long long shared_steps = static_cast<long long>(work_count - whole_tiles) * k_steps;
+    // The runs go to the clusters in reverse, so that a tile's second part (K steps from the split on) starts a run
+    // of the cluster below the one whose run its first part ends: the cluster that waits for the other's part (at
+    // its run's end, long after that part was written) is the later one, and blocks start in order, so no wait is
+    // on a cluster not yet running.
+    auto schedule = [&](int stride) {
+        PieceSchedule<kStreamed> pieces{stride, whole_tiles, k_steps};
+        if constexpr (kStreamed) {
+            const int run = work_stride - 1 - first_work;
+            pieces.at = shared_steps * run / work_stride;
+            pieces.end = shared_steps * (run + 1) / work_stride;
+        }
+        return pieces;
+    };
+    // The flag the warpgroup `consumer` of this block's place in cluster `cluster` raises once the second part of a
+    // split tile (that cluster's first piece of its run) is in C; the first part's warpgroup, in the cluster above,
+    // waits for it at the end of its run, then adds its part to C.
+    auto split_flag = [&](int cluster, int consumer) -> unsigned* {
+        if constexpr (kStreamed) {  // the flags exist in the programs that use them alone
+            return &split_tile_flags<T, STAGES, CLUSTER_M, FEATURES, CLUSTER_N>[(cluster * kClusterBlocks + rank) *
+                                                                                L::kConsumers + consumer];
+        } else {
+            return nullptr;
+        }
+    };
+    if constexpr (kStreamed) {
+        if (threadIdx.x == 0 && gridDim.x * gridDim.y * L::kConsumers > kMaxSplitFlags) __trap();
+    }
 
     if (warpgroup == 0) {
         release_registers<L::kLoaderRegisters>();
@@ -207,11 +292,12 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
 #pragma unroll
             for (int j = 0; j < CLUSTER_N; ++j) row_blocks |= 1u << (cluster_m + CLUSTER_M * j);
             const auto column_blocks = static_cast<unsigned short>(((1u << CLUSTER_M) - 1) << (CLUSTER_M * cluster_n));
-            for (int work = first_work; work < work_count; work += work_stride) {
-                const TileOfWork tile = tile_of<FEATURES>(work, cluster_rows, cluster_cols);
+            PieceSchedule<kStreamed> pieces = schedule(work_stride);
+            for (PieceOfWork piece = pieces.first(first_work); pieces.more(piece); pieces.advance(piece)) {
+                const TileOfWork tile = tile_of<FEATURES>(piece.work, cluster_rows, cluster_cols);
                 const int m0 = (tile.cluster_row * CLUSTER_M + cluster_m) * kBM;
                 const int n0 = (tile.cluster_col * CLUSTER_N + cluster_n) * kBN;
-                for (int k = 0; k < k_steps; ++k) {
+                for (int k = kStreamed ? piece.k_begin : 0; k < (kStreamed ? piece.k_end : k_steps); ++k) {
                     mbarrier_wait(&empty[stage], phase ^ 1);
                     mbarrier_arrive_expect_bytes(&full[stage], L::kStageBytes);  // this block's copies and the others'
                     unsigned char* slot = shared + stage * L::kStageBytes;
@@ -288,16 +374,17 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
         if constexpr (kTurns) {
             if (consumer == 1) skip_tile(stage, phase, k_steps);
         }
-        for (int work = first_work + (kTurns ? consumer * work_stride : 0); work < work_count;
-             work += (kTurns ? L::kConsumers : 1) * work_stride) {
-            const TileOfWork tile = tile_of<FEATURES>(work, cluster_rows, cluster_cols);
+        PieceSchedule<kStreamed> pieces = schedule((kTurns ? L::kConsumers : 1) * work_stride);
+        for (PieceOfWork piece = pieces.first(first_work + (kTurns ? consumer * work_stride : 0)); pieces.more(piece);
+             pieces.advance(piece)) {
+            const TileOfWork tile = tile_of<FEATURES>(piece.work, cluster_rows, cluster_cols);
             const int m0 = (tile.cluster_row * CLUSTER_M + cluster_m) * kBM + a_row;
             const int n0 = (tile.cluster_col * CLUSTER_N + cluster_n) * kBN;
 #pragma unroll
             for (int i = 0; i < kBN / 2; ++i) acc[i] = 0.0f;
             if constexpr (kTurns) mbarrier_wait(&mma_turn[consumer], turn);
             int previous = -1;
-            for (int k = 0; k < k_steps; ++k) {
+            for (int k = kStreamed ? piece.k_begin : 0; k < (kStreamed ? piece.k_end : k_steps); ++k) {
                 mbarrier_wait(&full[stage], phase);
                 const unsigned char* slot = shared + stage * L::kStageBytes;
                 const T* a_slab = reinterpret_cast<const T*>(slot) + a_row * kBK;
@@ -339,6 +426,10 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
                 // Two buffers of each warpgroup's own; with kPingPong one pair that the epilogue turn passes on.
                 float* buffers = reinterpret_cast<float*>(shared + STAGES * L::kStageBytes) +
                                  (kTurns ? 0 : consumer * 2 * L::kStoreElements);
+                // kStreamK: a split tile's first part is added to C, after its second part (with beta's share) is in.
+                const bool first_part = kStreamed && piece.k_end < k_steps;
+                const bool second_part = kStreamed && piece.k_begin > 0;
+                if (first_part && thread == 0) wait_then_lower(split_flag(first_work - 1, consumer));
 #pragma unroll
                 for (int q = 0; q < kBN / L::kStoreCols; ++q) {
                     float* buffer = buffers + store_buffer * L::kStoreElements;
@@ -349,7 +440,7 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
                         const int j = q * (L::kStoreCols / 8) + jj, col = 8 * jj + at.col;
                         float2 top = make_float2(alpha * acc[4 * j], alpha * acc[4 * j + 1]);
                         float2 bottom = make_float2(alpha * acc[4 * j + 2], alpha * acc[4 * j + 3]);
-                        if (beta != 0.0f) {
+                        if (beta != 0.0f && !first_part) {
                             const float* c = C + (m0 + at.row) * ldc + n0 + q * L::kStoreCols + col;
                             top.x += beta * c[0];
                             top.y += beta * c[1];
@@ -361,9 +452,16 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
                     }
                     fence_shared_for_tma();
                     named_barrier<kWarpgroupThreads>(1 + consumer);
-                    if (thread == 0) tma_store(&c_map, buffer, n0 + q * L::kStoreCols, m0);
+                    if (thread == 0) {
+                        if (first_part) {
+                            tma_reduce_add(&c_map, buffer, n0 + q * L::kStoreCols, m0);
+                        } else {
+                            tma_store(&c_map, buffer, n0 + q * L::kStoreCols, m0);
+                        }
+                    }
                     store_buffer ^= 1;
                 }
+                if (second_part && thread == 0) raise_after_stores(split_flag(first_work, consumer));
             }
             if constexpr (kTurns) {
                 if (thread == 0) {
