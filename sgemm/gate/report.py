@@ -160,7 +160,7 @@ def markdown(result: GateResult, gpu_line: str) -> str:
               "round's ratio is the trimmed mean over pairs of blocks of launches (A B B A, B A A B) inside one "
               f"process, L2 {_l2(settings)}, the launches of a block back to back (a kernel that reaches the "
               "power cap runs at the clock the cap allows, the SM clock column; a change that adds only memory "
-              "traffic may cost time only below the cap: docs/gate.md); unpaired, "
+              "traffic may cost little or no time at the cap: docs/gate.md); unpaired, "
               "it is the ratio of the two sides' round medians. The test is a t-test on the logarithms of the "
               "rounds' figures, Benjamini-Hochberg over the gate's cases (q), the false-discovery rate "
               f"{FALSE_DISCOVERY_RATE:.0%} spent across the looks. Interval: false-coverage-rate adjusted. "

@@ -304,7 +304,9 @@ def entry_contradicted(case: Case) -> str | None:
 def without_outliers(case: Case, keep_at_least: int = MIN_ROUNDS) -> Case:
     """A paired case less its outlier rounds (sgemm.rounds.outliers: further from the median of its rounds than
     OUTLIER_SD times its noise-file entry's upper bound, whatever the entry's degrees of freedom, since the bound
-    allows for them; with no entry, from nine rounds on, OWN_OUTLIER_SD times their own robust sd), counted in
+    allows for them, or times the rounds' own robust sd where that is wider, unless the rounds within the entry's
+    reach agree with the entry (WIDE_LEVEL); with no entry, from nine rounds on, OWN_OUTLIER_SD times their own
+    robust sd), counted in
     `outliers`, so long as `keep_at_least` rounds stay. One disturbed process would otherwise widen the case's
     spread, and the whole file's, past what its builds show. A verdict keeps MIN_ROUNDS: of three rounds the median
     is one round, and where two are disturbed alike it is theirs, and the one ordinary round would go; a spread

@@ -122,7 +122,9 @@ class RunClock:
         later = sum(priors[name] for name in order[order.index(phase.name) + 1:])
         prior_each = priors[phase.name] / phase.total if phase.total else 0.0
         weighed = PRIOR_WEIGHT_CASES + phase.done  # the prior's cases and the phase's own
-        each = (PRIOR_WEIGHT_CASES * prior_each + now - phase.started_at) / weighed if weighed else prior_each
+        # Before its first case has ended, the phase's time is its compile (or that case, unfinished): no pace yet.
+        own_s = now - phase.started_at if phase.done else 0.0
+        each = (PRIOR_WEIGHT_CASES * prior_each + own_s) / weighed if weighed else prior_each
         return max(phase.total - phase.done, 0) * each + later
 
     def _readers_left(self, now: float) -> float:

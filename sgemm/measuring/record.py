@@ -427,7 +427,7 @@ def charge_energy(cases: list[MeasuredCase], results: dict, sizes: tuple[int, ..
     """Each measured square case at one of `sizes` run back to back on the current device and charged the board's
     energy: CaseResult.energy, a reading or why there is none (no counter, another card than CUDA's, a counter that
     did not move, a failure of the case). The case's build was checked against FP64 in this process before NVBench
-    timed it. `charged(done, total)` is told after each case."""
+    timed it. `charged(done, total)` is told before the first case and after each."""
     chosen = [case for case in cases if isinstance(results.get(case.id), CaseResult)
               and case.m == case.n == case.k and case.m in sizes]
     if not chosen:
@@ -440,6 +440,7 @@ def charge_energy(cases: list[MeasuredCase], results: dict, sizes: tuple[int, ..
         return
     import cupy
 
+    charged(0, len(chosen))  # the step's first case begins: its pace counts from here
     for done, case in enumerate(chosen, 1):
         try:
             with cupy.cuda.Device(device):

@@ -13,6 +13,7 @@ here, so that none mistakes one file for another.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from . import confirmations
@@ -28,6 +29,28 @@ FOUND, UNKNOWN, NO_STEP = "FOUND", "UNKNOWN", "NO STEP"
 def machines(results_dir: Path) -> list[str]:
     """The machines of a tree: every directory holding a machine.json."""
     return sorted(path.parent.name for path in Path(results_dir).glob(f"*/{MACHINE_FILE}"))
+
+
+def asv_files(results_dir: Path) -> list[Path]:
+    """The files of a tree that asv reads, relative to it: each machine's machine.json, then its runs; not the
+    confirmations or a bisect's files kept beside them, nor anything at the tree's root but what asv wrote there (asv,
+    walking the tree itself, says it skips each folder of those, as if results were lost)."""
+    found = []
+    for machine in machines(results_dir):
+        found.append(Path(machine) / MACHINE_FILE)
+        found += sorted(Path(machine) / path.name for path in (Path(results_dir) / machine).iterdir()
+                        if path.is_file() and is_run_file(path))
+    return found
+
+
+def machine_name(machine_dir: Path) -> str | None:
+    """The name asv knows a machine by, its machine.json's `machine` field (not the folder's name), or None where
+    asv could not read one, as it then passes the folder's runs by."""
+    try:
+        name = json.loads((Path(machine_dir) / MACHINE_FILE).read_text()).get("machine")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) else None
 
 
 def is_run_file(path: Path) -> bool:

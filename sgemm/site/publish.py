@@ -100,18 +100,6 @@ def check_inputs(repo: Path, results_dir: Path) -> None:
         raise PublishError(f"{repo}: no asv.conf.json; pass the repository the results were measured from (--repo)")
 
 
-def asv_files(results_dir: Path) -> list[Path]:
-    """The files of a results tree that asv reads, relative to it: each machine's machine.json and runs, not the
-    watch's notices, the confirmations or a bisect's files kept beside them (asv, walking the tree itself, says it
-    skips each folder of those, as if results were lost)."""
-    found = []
-    for machine in resultstree.machines(results_dir):
-        found.append(Path(machine) / resultstree.MACHINE_FILE)
-        found += sorted(Path(machine) / path.name for path in (results_dir / machine).iterdir()
-                        if path.is_file() and resultstree.is_run_file(path))
-    return found
-
-
 def measured_benchmarks(results_dir: Path) -> set[str]:
     """The benchmarks of which some run file in the tree holds a figure (not a failure, not a skip); a file asv
     cannot read is passed by, as asv's publish passes it by."""
@@ -119,11 +107,12 @@ def measured_benchmarks(results_dir: Path) -> set[str]:
     from asv.util import UserError
 
     found = set()
-    for path in asv_files(results_dir):
-        if path.name == resultstree.MACHINE_FILE:
+    for path in resultstree.asv_files(results_dir):
+        machine = resultstree.machine_name(results_dir / path.parent)
+        if path.name == resultstree.MACHINE_FILE or machine is None:
             continue
         try:
-            results = Results.load(str(results_dir / path), machine_name=path.parent.name)
+            results = Results.load(str(results_dir / path), machine_name=machine)
         except UserError:
             continue
         for name in results.get_all_result_keys():
@@ -134,10 +123,10 @@ def measured_benchmarks(results_dir: Path) -> set[str]:
 
 
 def results_view(results_dir: Path, view: Path) -> list[str]:
-    """At `view`, the results tree as `asv publish` is to read it: every file of asv's (asv_files) a symlink to its
-    original, and benchmarks.json less the benchmarks no file holds a figure of, which asv would draw as blank tiles
-    and empty pages (a box without a GPU records no Gemm figure; a tree may hold no resource figures). Returns those
-    left out."""
+    """At `view`, the results tree as `asv publish` is to read it: every file of asv's (resultstree.asv_files) a
+    symlink to its original, and benchmarks.json less the benchmarks no file holds a figure of, which asv would draw
+    as blank tiles and empty pages (a box without a GPU records no Gemm figure; a tree may hold no resource figures).
+    Returns those left out."""
     try:
         benchmarks = json.loads((results_dir / "benchmarks.json").read_text())
     except (OSError, ValueError) as exc:
@@ -150,7 +139,7 @@ def results_view(results_dir: Path, view: Path) -> list[str]:
     if len(left_out) == len([name for name in benchmarks if name != "version"]):
         left_out = []  # nothing measured at all: asv's own pages say so better than an empty grid
     view.mkdir(parents=True, exist_ok=True)
-    for path in asv_files(results_dir):
+    for path in resultstree.asv_files(results_dir):
         (view / path.parent).mkdir(exist_ok=True)
         os.symlink(os.path.abspath(results_dir / path), view / path)
     (view / "benchmarks.json").write_text(json.dumps({name: entry for name, entry in benchmarks.items()

@@ -131,9 +131,12 @@ def test_the_compile_before_a_phases_first_case_is_left_out_of_its_pace():
     clock = RunClock(CASES)
     clock.read(f"· Running {BENCHMARKS} total benchmarks (1 commits * 1 environments * {BENCHMARKS} benchmarks)", 0)
     clock.read("[  0.00%] · For sgemm commit 0000000abcd <main>:", 0.0)
-    for when, done in ((100.0, 0), (125.0, 0), (130.0, 10)):  # the reference builds took 25 s
-        clock.read_measuring(json.dumps({"phase": "pairing", "done": done, "total": CASES}), when)
     readers = BENCHMARKS * CASES * PRIOR_READER_S
+    clock.read_measuring(json.dumps({"phase": "pairing", "done": 0, "total": CASES}), 100.0)
+    # 24 s into the reference builds, no case has been paired: the estimate is the prior's alone.
+    assert abs(clock.left(124.0) - readers - CASES * PRIOR_PAIRING_S) < 1e-9
+    for when, done in ((125.0, 0), (130.0, 10)):  # the reference builds took 25 s
+        clock.read_measuring(json.dumps({"phase": "pairing", "done": done, "total": CASES}), when)
     each = (PRIOR_WEIGHT_CASES * PRIOR_PAIRING_S + 5.0) / (PRIOR_WEIGHT_CASES + 10)  # 5 s for 10 cases, not 30
     assert abs(clock.left(130.0) - readers - (CASES - 10) * each) < 1e-9
 

@@ -1,7 +1,9 @@
+import contextlib
 import json
 import re
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -384,6 +386,26 @@ def test_without_an_energy_counter_every_charged_case_says_why_and_the_others_ar
         "no energy counter on the NVIDIA H100 80GB HBM3: NVML has no energy counter on this GPU "
         "(NVML_ERROR_NOT_SUPPORTED)"] * 2
     assert isinstance(results[failed.id], RuntimeError)
+
+
+def test_the_energy_step_says_when_its_first_case_begins_and_after_each(monkeypatch):
+    """The history's estimate takes a phase's pace from its first case's start: a step that first spoke after one
+    case would count that case as taking no time."""
+    monkeypatch.setattr(record, "board_energy", lambda device, name: object())
+    monkeypatch.setattr(record, "device_info", lambda device=0: H100)
+    told = []
+
+    def charge(launch, board, settings):
+        told.append("charging")
+        raise record.EnergyUnavailable("the counter did not move")
+
+    monkeypatch.setattr(record, "make_problem", lambda kernel, m, n, k: SimpleNamespace(launch=None))
+    monkeypatch.setattr(record, "charge_launch", charge)
+    monkeypatch.setattr("cupy.cuda.Device", lambda device: contextlib.nullcontext())
+    cases = [MeasuredCase(get_kernel("fp16/cublas"), size, size, size) for size in (4096, 8192)]
+    results = {case.id: result(kernel=case.kernel.name, m=case.m, n=case.n, k=case.k) for case in cases}
+    record.charge_energy(cases, results, (4096, 8192), charged=lambda done, total: told.append((done, total)))
+    assert told == [(0, 2), "charging", (1, 2), "charging", (2, 2)]
 
 
 def test_a_result_from_before_energy_was_charged_loads_with_none(tmp_path):

@@ -3,6 +3,7 @@
 tree without Gemm results, and a directory that is no results tree; and the same through `sgemm publish`."""
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from sgemm.catalogue import load_catalogue
+from sgemm.results import resultstree
 from sgemm.site.ladders import GENERATED_NOTE
 from sgemm.site.publish import (CROSS_GPU_DIR, CROSS_GPU_LABEL, RESOURCE_DIR, SITE_MARKER, PublishError, check_places,
                                 check_site_places, measured_benchmarks, publish_site, results_view)
@@ -195,7 +197,8 @@ def test_the_results_view_links_every_file_and_leaves_out_benchmarks_without_a_f
                                                             "bench_gpu.Gpu.track_driver_version"}
 
 
-def test_asv_reads_its_own_files_alone_not_the_watch_s_or_a_bisect_s_beside_them(no_gemm_results, tmp_path, capfd):
+def test_asv_reads_its_own_files_alone_not_the_watch_s_or_a_bisect_s_beside_them(no_gemm_results, tmp_path, capfd,
+                                                                                   caplog):
     # The watch's memory at the tree's root, a machine's confirmations and a bisect's result: asv, walking the tree,
     # said "Skipping results: could not load .../machine.json" for each folder of them at every publish.
     tree = no_gemm_results.copy(tmp_path / "tree")
@@ -210,8 +213,18 @@ def test_asv_reads_its_own_files_alone_not_the_watch_s_or_a_bisect_s_beside_them
     runs = sorted(f"{machine.name}/{path.name}" for path in machine.glob("*.json")
                   if path.name not in ("machine.json", "confirmations.json"))
     assert runs and linked == sorted(["benchmarks.json", f"{machine.name}/machine.json", *runs])
+    caplog.set_level(logging.DEBUG)
     assert measured_benchmarks(tree.results) == measured_benchmarks(no_gemm_results.results)
-    assert "Skipping results" not in capfd.readouterr().err
+    # asv says it through logging, which pytest captures before it reaches stderr.
+    assert "Skipping results" not in caplog.text and "Skipping results" not in capfd.readouterr().err
+
+
+def test_a_machine_is_read_under_the_name_its_machine_json_gives_not_its_folders(two_gpu_results, tmp_path):
+    # asv knows a machine by machine.json's `machine` field: a folder renamed (by hand, or a copy) still holds its runs.
+    tree = two_gpu_results.copy(tmp_path / "tree")
+    for machine in resultstree.machines(tree.results):
+        (tree.results / machine).rename(tree.results / f"copy-of-{machine}")
+    assert measured_benchmarks(tree.results) == measured_benchmarks(two_gpu_results.results) != set()
 
 
 # --- sgemm publish -----------------------------------------------------------------------------------------------

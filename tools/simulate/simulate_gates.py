@@ -104,7 +104,8 @@ def gate_cases(count: int) -> list[tuple[str, str]]:
 
 
 class Truth:
-    """Each case's true round sd in one gate, and its measured entry's degrees of freedom."""
+    """Each case's true round sd in one gate, and the degrees of freedom its entry is learned with: its measured
+    entry's, or `entry_df` where that is given (above 0)."""
 
     def __init__(self, measured: dict, cases: list[tuple[str, str]], rng: random.Random, from_4096: bool,
                  entry_df: int = 0):

@@ -39,11 +39,15 @@ def test_one_window_gives_no_interval():
     assert ab_events.interval(times, [[0, 0], [0, 0]]) is None
 
 
-def test_an_idle_wait_without_a_flush_is_refused_before_any_gpu_work(monkeypatch, capsys):
-    for argv in (["a", "b", "fp32/naive", "64", "--idle-us", "400"],
-                 ["a", "b", "fp32/naive", "64", "--flush-l2", "--idle-us", "-1"]):
-        monkeypatch.setattr("sys.argv", ["ab_events", *argv])
+def test_durations_out_of_range_are_refused_before_any_gpu_work(monkeypatch, capsys):
+    for argv, said in ((["--idle-us", "400"], "--idle-us takes a duration"),
+                       (["--flush-l2", "--idle-us", "-1"], "--idle-us takes a duration"),
+                       (["--flush-l2", "--idle-us", "1e300"], "--idle-us takes a duration of 0 to 1e+06"),
+                       (["--flush-l2", "--idle-us", "nan"], "expected a finite number, got 'nan'"),
+                       (["--seconds", "0"], "--seconds takes a duration above 0"),
+                       (["--seconds", "inf"], "expected a finite number, got 'inf'")):
+        monkeypatch.setattr("sys.argv", ["ab_events", "a", "b", "fp32/naive", "64", *argv])
         with pytest.raises(SystemExit) as exit_info:
             ab_events.main()
         assert exit_info.value.code == 2
-        assert "--idle-us takes a duration" in capsys.readouterr().err
+        assert said in capsys.readouterr().err
