@@ -29,6 +29,12 @@
 //                  instead of 48 KB per 128 x 256, 1.67 times the bytes of A and B per FLOP into shared memory
 //                  (1.5 times from L2 with B multicast over 2 blocks); whether the hidden epilogue outweighs that is
 //                  for a measurement to tell.
+//   kStreamK       where the tiles do not fill whole rounds of the grid's clusters, the last full round and the
+//                  tiles left over are shared out as one equal run of K steps a cluster (PieceSchedule), so that no
+//                  cluster idles through a last round most others skip. A tile split between two runs is joined in
+//                  C: its second part (with beta's share) is stored and a flag raised; its first part, ending the
+//                  run of the cluster above, waits for the flag and adds itself by TMA add-reductions. Needs
+//                  kTmaStore; not with kPingPong. The price: a split tile is written twice.
 // Catalogue (BN x BK = 256 x 64; 384 threads):
 //   <T, 2, 1, 0>                          BM 128, two slots                          wgmma_specialized
 //   <T, 4, 1, 0>                          BM 128, four slots                         wgmma_pipelined
@@ -36,7 +42,9 @@
 //   <T, 4, 2, 0>, persistent grid         2-block clusters, B multicast              wgmma_cluster
 //   <T, 4, 2, kGroupedOrder | kTmaStore>, persistent grid                             wgmma_grouped_tma_store
 //   <T, 5, 2, kGroupedOrder | kTmaStore | kPingPong>, persistent grid; BM 64         wgmma_pingpong
+// Tried in lab/, not in the catalogue (their records say why):
 //   <T, 4, 2, kGroupedOrder | kTmaStore, 2>, persistent grid; 2 x 2 clusters         wgmma_cluster_2x2
+//   <T, 4, 2, kGroupedOrder | kTmaStore | kStreamK>, persistent grid                  wgmma_stream_k
 // (CLUSTER_N comes last, 1 unless given, so that the entries written before it still name their kernels.)
 // Every instantiation takes the descriptor of C; only kTmaStore reads it. The launch takes threads, tile, cluster
 // (CLUSTER_M, CLUSTER_N, 1), shared memory and TMA boxes from gemm_wgmma_specialized_geometry; a persistent grid is
@@ -44,7 +52,8 @@
 // Shapes: M a multiple of BM * CLUSTER_M (128 * CLUSTER_M; 64 * CLUSTER_M with kPingPong), N of 256 * CLUSTER_N, K of
 // 64; row strides multiples of 8 elements (the TMA's 16-byte stride rule). Needs sm_90a (compute capability 9.0
 // exactly).
-// Ladder: builds on wgmma_tma_wide; wgmma_pingpong and wgmma_cluster_2x2 on wgmma_grouped_tma_store.
+// Ladder: builds on wgmma_tma_wide; wgmma_pingpong, wgmma_cluster_2x2 and wgmma_stream_k on
+// wgmma_grouped_tma_store.
 #include "common.cuh"
 #include "hopper.cuh"
 

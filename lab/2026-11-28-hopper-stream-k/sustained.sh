@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The stream-K step and step g against cuBLAS at 8192, sustained at the power cap over five processes
+# (tools/acceptance/sustained.py: NVBench with at least 10 s of launches a case, then paired after 10 s of warm-up,
+# L2 flushed), FP16 on card 0 and BF16 on card 1 at once, each kernel against cuBLAS on its own card. The entries
+# (entries.toml) are appended to a scratch copy of the checkout ($SCRATCH). Run from the repository root with .whl
+# carried, on a host of two GPUs; results under $OUT. About 7 minutes.
+set -uo pipefail
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+ls .whl/*.whl | grep -v -e numpy- -e nvidia_ml_py- | xargs python3 -m pip install -q --no-index --no-deps \
+    --no-compile --target /tmp/site 2>/dev/null
+site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+export SGEMM_CUDA_SITE="$site:/tmp/site" PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv \
+    | tee "$OUT/summary.txt"
+echo "checkout: $(git rev-parse --short HEAD) $(git status --porcelain | wc -l) changed files" | tee -a "$OUT/summary.txt"
+SCRATCH=${SCRATCH:-/tmp/stream-k}
+rm -rf "$SCRATCH" && mkdir -p "$SCRATCH"
+cp -r sgemm kernels benchmarks tests tools pyproject.toml asv.conf.json "$SCRATCH/"
+cat lab/2026-11-28-hopper-stream-k/entries.toml >> "$SCRATCH/sgemm/catalogue.toml"
+cd "$SCRATCH"
+export PYTHONPATH="$SCRATCH:/tmp/site"
+pids=()
+for pair in "0 fp16" "1 bf16"; do
+    set -- $pair
+    timeout 580 python3 -m tools.acceptance.sustained "$2/wgmma_stream_k" "$2/wgmma_grouped_tma_store" --size 8192 \
+        --processes 5 --seconds 10 --device "$1" --json "$OUT/sustained-$2-8192.json" > "$OUT/sustained-$2-8192.txt" \
+        2>&1 &
+    pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid"; echo "process $pid: exit $?" | tee -a "$OUT/summary.txt"; done
+cat "$OUT"/sustained-*.txt | tee -a "$OUT/summary.txt"

@@ -1,0 +1,38 @@
+"""tools/acceptance/sustained.py on a box without a GPU: bad arguments are refused before any process starts, and
+the processes' figures are summed up as it says (the timing itself needs a GPU: the lab's runs of it)."""
+
+import math
+
+import pytest
+
+from tools.acceptance import sustained
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["fp16/nonesuch", "--size", "4096"], "unknown kernel 'fp16/nonesuch'"),
+    (["fp16/cublas", "--size", "4096"], "name compiled kernels, not a library"),
+    (["fp16/wgmma_cluster", "fp32/warptile", "--size", "4096"], "must share a precision"),
+    (["fp16/wgmma_cluster", "--size", "100"], "fp16/wgmma_cluster needs M to be a multiple of 256"),
+    (["fp16/wgmma_cluster", "--size", "4096", "--seconds", "0"], "--seconds takes 0 to 120 seconds"),
+    (["fp16/wgmma_cluster", "--size", "4096", "--json", "/nonexistent-dir/x.json"], "--json"),
+])
+def test_bad_arguments_are_refused_in_a_line_before_any_process_starts(argv, said, capsys, monkeypatch):
+    monkeypatch.setattr(sustained.subprocess, "run", lambda *a, **k: pytest.fail("a process was started"))
+    assert sustained.main(argv) == sustained.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1
+
+
+def test_nan_seconds_are_refused_by_the_parser():
+    with pytest.raises(SystemExit) as exit_info:
+        sustained.main(["fp16/wgmma_cluster", "--size", "4096", "--seconds", "nan"])
+    assert exit_info.value.code == 2
+
+
+def test_the_processes_figures_are_summed_up_by_median_interval_and_range():
+    summary = sustained.across([100.0, 102.0, 104.0, 101.0, 103.0])
+    assert summary["median"] == 102.0 and (summary["low"], summary["high"]) == (100.0, 104.0)
+    low, high = summary["interval"]
+    geometric = math.exp(sum(math.log(v) for v in (100, 102, 104, 101, 103)) / 5)
+    assert low < geometric < high and 100.0 < low and high < 104.0
+    assert sustained.across([101.0])["interval"] is None  # one process gives no interval

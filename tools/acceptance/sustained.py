@@ -1,0 +1,175 @@
+"""Kernels against their precision's cuBLAS under sustained load, as the power cap holds the card, over several
+processes: the measurement a Hopper step past cuBLAS is judged by.
+
+At the 700 W cap a kernel's clock, and so its time, moves by several percent from one process to the next; one
+`sgemm bench` is one draw. Here each of --processes processes, one after another on one GPU, does:
+- NVBench, L2 flushed before every launch, cuBLAS and each kernel in turn, each case for at least --seconds of
+  timed launches (NVBench's --min-time): the card is under load throughout, and the case's monitor reads the time
+  NVML says the driver held the clocks down for power;
+- then each kernel paired with cuBLAS in the process (sgemm.measuring.ab, L2 flushed), after --seconds of paired
+  warm-up.
+Per process and kernel: % of cuBLAS by NVBench (the two medians of that process) and paired (with its interval),
+the median SM clock, and whether the power cap held the clocks for as long as the case's launches ran. Across the
+processes: the median of each figure, a 95% t-interval of the logarithms of the processes' figures, and the range.
+Each kernel is checked against FP64 in each process before it is timed (NVBench's and the paired timer's checks).
+
+Usage, from the repository root (on a GPU box):
+    python -m tools.acceptance.sustained KERNEL [KERNEL ...] --size N [--processes 5] [--seconds 10] [--device 0]
+        [--json FILE]
+(the kernels of one precision; each process's figures are printed as they come, the summary at the end)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import signal
+import subprocess
+import sys
+from dataclasses import replace
+from statistics import fmean, median, stdev
+
+from sgemm.commands.args import finite, integer_at_least
+
+EXIT_BAD_INPUT = 2
+# The power cap held the clocks "throughout" when NVML's power-violation time covers this share of the case's
+# launches (the time counts wall time, the launches GPU time alone, so a case capped throughout reads 1 or more).
+CAPPED_SHARE = 0.95
+
+
+def _problem(args) -> str | None:
+    """Why the arguments cannot be measured, said before any process starts, or None."""
+    from sgemm import catalogue
+    from sgemm.commands import writable_file_problem
+
+    try:
+        kernels = [catalogue.get_kernel(name) for name in args.kernels]
+    except catalogue.UnknownKernelError as exc:
+        return str(exc)
+    if any(kernel.library for kernel in kernels):
+        return "the kernels are compared with cuBLAS: name compiled kernels, not a library"
+    if len({kernel.precision for kernel in kernels}) != 1:
+        return "the kernels must share a precision: one cuBLAS baseline is timed beside them"
+    for kernel in kernels:
+        if reason := kernel.shape_problem(args.size, args.size, args.size):
+            return reason
+    if not 0 < args.seconds <= 120:
+        return f"--seconds takes 0 to 120 seconds of load a case, got {args.seconds:g}"
+    return writable_file_problem("--json", args.json) if args.json else None
+
+
+def one_process(args) -> dict:
+    """This process's figures: NVBench's medians and clocks of every case, each kernel's paired % of cuBLAS."""
+    from sgemm import catalogue
+    from sgemm.measuring.ab import VERSUS_BASELINE, Build, measure
+    from sgemm.measuring.record import MeasuredCase, run_cases
+    from sgemm.measuring.telemetry import CardReadings
+
+    kernels = [catalogue.get_kernel(name) for name in args.kernels]
+    base = catalogue.baseline(kernels[0].precision)
+    n = args.size
+    cases = [MeasuredCase(kernel, n, n, n) for kernel in (base, *kernels)]
+    timed = run_cases(cases, args.device, nvbench_args=(
+        "--min-time", f"{args.seconds:g}", "--timeout", f"{3 * args.seconds + 30:g}"))
+    figures = {}
+    for case in cases:
+        result = timed[case.id]
+        if isinstance(result, BaseException):
+            raise SystemExit(f"{case.id}: {result}")
+        launches_ms = 1e3 * sum(result.samples_s)
+        capped_ms = result.telemetry.get("throttled_ms", {}).get("power", math.nan)
+        figures[case.kernel.name] = {"tflops": result.tflops, "sm_clock_mhz": result.median_sm_clock_mhz,
+                                     "launches_ms": launches_ms, "power_capped_ms": capped_ms,
+                                     "capped_throughout": capped_ms >= CAPPED_SHARE * launches_ms,
+                                     "throttle_reasons": result.telemetry.get("throttle_reasons", [])}
+    settings = replace(VERSUS_BASELINE, flush_l2=True, solo_s=0.0, warmup_s=args.seconds,
+                       max_warmup_s=args.seconds + 3.0)
+    readings = CardReadings.of(args.device)
+    import cupy
+
+    with cupy.cuda.Device(args.device):
+        for kernel in kernels:
+            paired = measure([Build("baseline", base), Build("kernel", kernel)], n, n, n, settings, readings)
+            low, high = paired.interval()
+            own = figures[kernel.name]
+            own |= {"nvbench_percent": 100 * own["tflops"] / figures[base.name]["tflops"],
+                    "paired_percent": 100 / paired.ratio(), "paired_interval": [100 / high, 100 / low],
+                    "paired_sm_clock_mhz": paired.timing.builds[1].median_sm_clock_mhz}
+    return figures
+
+
+def across(values: list[float]) -> dict:
+    """The median of the processes' figures, a 95% t-interval of their logarithms around their geometric mean, and
+    their range."""
+    from scipy import stats
+
+    logs = [math.log(value) for value in values]
+    summary = {"median": median(values), "low": min(values), "high": max(values), "interval": None}
+    if len(logs) >= 2:
+        half = stats.t.ppf(0.975, len(logs) - 1) * stdev(logs) / math.sqrt(len(logs))
+        summary["interval"] = [math.exp(fmean(logs) - half), math.exp(fmean(logs) + half)]
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("kernels", nargs="+", metavar="KERNEL")
+    parser.add_argument("--size", type=integer_at_least(1, "--size"), required=True)
+    parser.add_argument("--processes", type=integer_at_least(1, "--processes"), default=5)
+    parser.add_argument("--seconds", type=finite, default=10.0,
+                        help="load a case at least (NVBench's --min-time) and the paired warm-up (default 10)")
+    parser.add_argument("--device", type=integer_at_least(0, "--device"), default=0)
+    parser.add_argument("--json", help="also write every process's figures and the summary to this file")
+    parser.add_argument("--one-process", action="store_true", help=argparse.SUPPRESS)  # a process of the run
+    args = parser.parse_args(argv)
+    if problem := _problem(args):
+        print(f"sustained: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.one_process:
+        print(json.dumps(one_process(args)))
+        return 0
+    child = [sys.executable, "-m", "tools.acceptance.sustained", *args.kernels, "--size", str(args.size),
+             "--seconds", f"{args.seconds:g}", "--device", str(args.device), "--one-process"]
+    # A process that runs past this has hung (a kernel that never ends): it is killed, and so is one running when
+    # this one is told to stop (SIGTERM ends the wait, and subprocess.run kills the process it waited on).
+    per_process_s = 12 * args.seconds + 120
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    runs = []
+    for index in range(args.processes):
+        try:
+            done = subprocess.run(child, capture_output=True, text=True, check=False, timeout=per_process_s)
+        except subprocess.TimeoutExpired:
+            print(f"sustained: process {index + 1} ran past {per_process_s:g} s and was ended", file=sys.stderr)
+            return 1
+        if done.returncode:
+            print(f"sustained: process {index + 1} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}",
+                  file=sys.stderr)
+            return 1
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(f"process {index + 1}: " + "; ".join(
+            f"{name} {run['nvbench_percent']:.1f}% NVBench ({run['sm_clock_mhz']:.0f} MHz, "
+            f"{'capped' if run['capped_throughout'] else 'NOT capped'} throughout), "
+            f"{run['paired_percent']:.1f}% paired"
+            for name, run in runs[-1].items() if "paired_percent" in run), flush=True)
+    # cuBLAS's own figures too: the processes' spread at the cap is the baseline's as much as the kernels'.
+    summary = {name: {figure: across([run[name][figure] for run in runs])
+                      for figure in ("nvbench_percent", "paired_percent", "tflops", "sm_clock_mhz")
+                      if figure in runs[0][name]}
+               | {"capped_throughout": sum(run[name]["capped_throughout"] for run in runs)}
+               for name in runs[0]}
+    for name, figures in summary.items():
+        print(f"{name} at {args.size}, {args.processes} processes, L2 flushed: " + "; ".join(
+            f"{figure} median {value['median']:.2f} (interval "
+            + (f"{value['interval'][0]:.2f}-{value['interval'][1]:.2f}" if value["interval"] else "-")
+            + f", range {value['low']:.2f}-{value['high']:.2f})"
+            for figure, value in figures.items() if isinstance(value, dict))
+            + f"; power cap held throughout in {figures['capped_throughout']} of {args.processes}")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"size": args.size, "seconds": args.seconds, "processes": runs, "summary": summary}, out,
+                      indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
