@@ -1,6 +1,7 @@
 """tools/acceptance/sustained.py on a box without a GPU: bad arguments are refused before any process starts, and
 the processes' figures are summed up as it says (the timing itself needs a GPU: the lab's runs of it)."""
 
+import json
 import math
 
 import pytest
@@ -36,3 +37,25 @@ def test_the_processes_figures_are_summed_up_by_median_interval_and_range():
     geometric = math.exp(sum(math.log(v) for v in (100, 102, 104, 101, 103)) / 5)
     assert low < geometric < high and 100.0 < low and high < 104.0
     assert sustained.across([101.0])["interval"] is None  # one process gives no interval
+
+
+def test_each_process_s_figures_are_printed_and_summed_up(capsys, monkeypatch, tmp_path):
+    def process(percent: float, capped: bool) -> dict:
+        base = {"tflops": 650.0, "sm_clock_mhz": 1300.0, "launches_ms": 10000.0, "power_capped_ms": 10400.0,
+                "capped_throughout": True, "throttle_reasons": ["SW power cap"]}
+        kernel = base | {"tflops": 6.5 * percent, "capped_throughout": capped, "nvbench_percent": percent,
+                         "paired_percent": percent + 1, "paired_interval": [percent + 0.9, percent + 1.1],
+                         "paired_sm_clock_mhz": 1290.0}
+        return {"fp16/cublas": base, "fp16/wgmma_cluster": kernel}
+
+    outputs = iter([process(p, p != 101.0) for p in (102.0, 101.0, 103.0)])
+    monkeypatch.setattr(sustained.subprocess, "run", lambda *a, **k: sustained.subprocess.CompletedProcess(
+        a[0], 0, stdout="NVBench's chatter\n" + json.dumps(next(outputs)) + "\n", stderr=""))
+    assert sustained.main(["fp16/wgmma_cluster", "--size", "4096", "--processes", "3",
+                           "--json", str(tmp_path / "s.json")]) == 0
+    out = capsys.readouterr().out
+    assert "process 2: fp16/wgmma_cluster 101.0% NVBench (1300 MHz, NOT capped throughout), 102.0% paired" in out
+    summary = next(line for line in out.splitlines() if line.startswith("fp16/wgmma_cluster at 4096"))
+    assert "nvbench_percent median 102.00" in summary and "paired_percent median 103.00" in summary
+    assert summary.endswith("power cap held throughout in 2 of 3")
+    assert (tmp_path / "s.json").is_file()
