@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The stream-K step and step g against cuBLAS at 8192, sustained at the power cap over five processes
 # (tools/acceptance/sustained.py: NVBench with at least 10 s of launches a case, then paired after 10 s of warm-up,
-# L2 flushed), FP16 on card 0 and BF16 on card 1 at once, each kernel against cuBLAS on its own card. The entries
-# (entries.toml) are appended to a scratch copy of the checkout ($SCRATCH). Run from the repository root with .whl
-# carried, on a host of two GPUs; results under $OUT. About 7 minutes.
+# L2 flushed), one run a CARD:PRECISION argument, at once (default "0:fp16 1:bf16", a host of two GPUs), each kernel
+# against cuBLAS on its own card. The entries (entries.toml) are appended to a scratch copy of the checkout
+# ($SCRATCH). Run from the repository root with .whl carried; results under $OUT. About 7 minutes.
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
@@ -21,8 +21,9 @@ cat lab/2026-11-28-hopper-stream-k/entries.toml >> "$SCRATCH/sgemm/catalogue.tom
 cd "$SCRATCH"
 export PYTHONPATH="$SCRATCH:/tmp/site"
 pids=()
-for pair in "0 fp16" "1 bf16"; do
-    set -- $pair
+[ $# -gt 0 ] || set -- 0:fp16 1:bf16
+for run in "$@"; do
+    set -- ${run/:/ }
     timeout 580 python3 -m tools.acceptance.sustained "$2/wgmma_stream_k" "$2/wgmma_grouped_tma_store" --size 8192 \
         --processes 5 --seconds 10 --device "$1" --json "$OUT/sustained-$2-8192.json" > "$OUT/sustained-$2-8192.txt" \
         2>&1 &
