@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The stream-K step and step g against cuBLAS at 8192, sustained at the power cap over five processes
+# The stream-K step and step g against cuBLAS at SIZE (default 8192), sustained at the power cap over five processes
 # (tools/acceptance/sustained.py: NVBench with at least 10 s of launches a case, then paired after 10 s of warm-up,
 # L2 flushed), one run a CARD:PRECISION argument, at once (default "0:fp16 1:bf16", a host of two GPUs), each kernel
 # against cuBLAS on its own card. The entries (entries.toml) are appended to a scratch copy of the checkout
@@ -24,9 +24,9 @@ pids=()
 [ $# -gt 0 ] || set -- 0:fp16 1:bf16
 for run in "$@"; do
     set -- ${run/:/ }
-    timeout 580 python3 -m tools.acceptance.sustained "$2/wgmma_stream_k" "$2/wgmma_grouped_tma_store" --size 8192 \
-        --processes 5 --seconds 10 --device "$1" --json "$OUT/sustained-$2-8192.json" > "$OUT/sustained-$2-8192.txt" \
-        2>&1 &
+    timeout 580 python3 -m tools.acceptance.sustained "$2/wgmma_stream_k" "$2/wgmma_grouped_tma_store" \
+        --size "${SIZE:-8192}" --processes 5 --seconds 10 --device "$1" --json "$OUT/sustained-$2-${SIZE:-8192}.json" \
+        > "$OUT/sustained-$2-${SIZE:-8192}.txt" 2>&1 &
     pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid"; echo "process $pid: exit $?" | tee -a "$OUT/summary.txt"; done
