@@ -32,9 +32,9 @@ def machines(results_dir: Path) -> list[str]:
 
 
 def asv_files(results_dir: Path) -> list[Path]:
-    """The files of a tree that asv reads, relative to it: each machine's machine.json, then its runs; not the
-    confirmations or a bisect's files kept beside them, nor anything at the tree's root but what asv wrote there (asv,
-    walking the tree itself, says it skips each folder of those, as if results were lost)."""
+    """The files of a tree that asv reads beside its benchmarks.json, relative to the tree: each machine's
+    machine.json, then its runs; not the confirmations or a bisect's files kept beside them, nor the watch's at the
+    tree's root (asv, walking the tree itself, says it skips each folder of those, as if results were lost)."""
     found = []
     for machine in machines(results_dir):
         found.append(Path(machine) / MACHINE_FILE)

@@ -106,10 +106,12 @@ def measured_benchmarks(results_dir: Path) -> set[str]:
     from asv.results import Results
     from asv.util import UserError
 
-    found = set()
-    for path in resultstree.asv_files(results_dir):
-        machine = resultstree.machine_name(results_dir / path.parent)
-        if path.name == resultstree.MACHINE_FILE or machine is None:
+    found, names = set(), {}
+    for path in resultstree.asv_files(results_dir):  # a machine's machine.json comes before its runs
+        if path.name == resultstree.MACHINE_FILE:
+            names[path.parent] = resultstree.machine_name(results_dir / path.parent)
+            continue
+        if (machine := names.get(path.parent)) is None:
             continue
         try:
             results = Results.load(str(results_dir / path), machine_name=machine)
