@@ -7,8 +7,6 @@ rounds aside and time a round more in the place of each.
 
 from __future__ import annotations
 
-import math
-
 from .evidence import Noise, far_from_median, pooled_noise, robust_sd, spread_bound, wider_than, without_positions
 
 # A spread known from elsewhere (a pool, a noise file) is taken at this upper confidence bound of its estimate: one
@@ -29,14 +27,10 @@ SCALE_DF = 8
 # disturbed: the median they are told by is then itself in doubt (its breakdown point), and none is set aside.
 OUTLIER_SHARE = 0.5
 # Where the rounds' own robust sd would widen the reach past a known spread's, the rounds within the known spread's
-# reach are held to that spread first (an F-test at this level, their sd taken back to the uncut rounds'): if they
-# agree with it, the rounds beyond are outliers, not a sign of wide rounds. Two or three outliers among nine rounds
-# widen a robust sd enough to hide themselves (lab/2026-11-28-gate-outlier-rounds simulates whole gates with and
-# without this test).
+# reach are held to that spread first (an F-test at this level): if they agree with it, the rounds beyond are
+# outliers, not a sign of wide rounds. Two or three outliers among nine rounds widen a robust sd enough to hide
+# themselves (lab/2026-11-28-gate-outlier-rounds simulates whole gates with and without this test).
 WIDE_LEVEL = 0.99
-# The rounds within a reach are a cut sample: where the reach is under this many of their sd, their spread is no
-# longer a cut normal's (they fill the reach), and they are taken as wider than any spread the reach came from.
-UNCUT_AT_LEAST_SD = 1.0
 # A case gets a round more for each round set aside, up to this many: what an outlier round took from it.
 REPLACED_AT_MOST = 3
 # Passes of ordinary_groups at most; they end sooner where a pass keeps the rounds the one before it kept.
@@ -65,29 +59,9 @@ def outlier_indices(logs: list[float], known: Noise | None, known_df: int = SCAL
         narrow = OUTLIER_SD * spread_bound(known, SPREAD_LEVEL)
         beyond = _far(logs, narrow) if narrow < reach else []
         rest = pooled_noise([without_positions(logs, beyond)], 0.0) if beyond else None
-        uncut = _uncut(rest, narrow) if rest is not None else None
-        if uncut is not None and not wider_than(uncut, known, WIDE_LEVEL):
+        if rest is not None and not wider_than(rest, known, WIDE_LEVEL):
             return beyond
     return _far(logs, reach)
-
-
-def _uncut(rest: Noise, reach: float) -> Noise | None:
-    """The spread of rounds whose figures within `reach` of their median spread as `rest`: a normal sample cut at
-    +-c sds keeps 1 - 2c phi(c) / (2 Phi(c) - 1) of its variance, so rounds twice as wide as a known spread, cut at a
-    few times that spread, would read near it, and their widest rounds would be set aside as outliers. The sd is the
-    one that the cut agrees with (a fixed point, a few passes); None where the rounds fill the reach instead (a cut
-    under UNCUT_AT_LEAST_SD of their sd)."""
-    sd = rest.sd
-    for _ in range(LEARNING_PASSES * 5):
-        c = reach / sd
-        if c < UNCUT_AT_LEAST_SD:
-            return None
-        kept = 1 - 2 * c * math.exp(-c * c / 2) / math.sqrt(2 * math.pi) / math.erf(c / math.sqrt(2))
-        wider = rest.sd / math.sqrt(kept)
-        if abs(wider - sd) <= 1e-9 * sd:
-            break
-        sd = wider
-    return Noise(sd, rest.df)
 
 
 def ordinary_groups(groups: list[list[float]]) -> list[list[float]]:

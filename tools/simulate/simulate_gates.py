@@ -21,7 +21,8 @@ A round's log ratio is log(1 + change) + sd * z, z by --shape:
     outliers    N(0, 1), and 5% of a case's rounds shifted by 6 sd either way (a process that read off)
 A noise file (--file) is learned as `sgemm noise` learns one: each case's entry from A/A gates' rounds of the same kind
 (outlier rounds set aside), with the degrees of freedom its measured entry has, then scaled: "true" (x1), "half"
-(x0.5), "double" (x2); or "none".
+(x0.5), "double" (x2); "stale", each case's entry with a chance of STALE_SHARE at half its truth and the others
+true (the rounds of a changed kernel grown wider than its entry, the file as a whole still agreeing); or "none".
 
 Prints one line per row and, last, one line of JSON with every row (the tests run a small version).
 Usage, from the repository root:
@@ -52,7 +53,8 @@ THRESHOLD = 0.0025
 CHANGE = 0.005  # the A/B gates' one slowed case
 CORRELATION = 0.5
 OUTLIER_SHARE, OUTLIER_SDS = 0.05, 6.0
-FILE_SCALES = {"none": None, "true": 1.0, "half": 0.5, "double": 2.0}
+FILE_SCALES = {"none": None, "true": 1.0, "half": 0.5, "double": 2.0, "stale": 1.0}
+STALE_SHARE, STALE_SCALE = 0.1, 0.5  # "stale": the cases whose entry is narrower than their rounds, and by how much
 LEARNING_GATE_ROUNDS = 9  # the rounds of one A/A gate a noise file is learned from: the gate's most
 SHAPES = ("normal", "t3", "correlated", "outliers")
 # The full table: (cases, shape, file), each row with A/A and A/B gates.
@@ -150,8 +152,12 @@ def one_gate(rng: random.Random, row: Row, cases: list[tuple[str, str]], measure
     truth = Truth(measured, cases, rng, row.sds_from_4096, row.entry_df)
     labels = [label for label, _ in cases]
     scale = FILE_SCALES[row.file]
-    noise = {label: learned(rng, row.shape, sd, df, scale) for label, sd, df in zip(labels, truth.sd, truth.df)} \
-        if scale else {}
+    if row.file == "stale":
+        scales = [STALE_SCALE if rng.random() < STALE_SHARE else 1.0 for _ in labels]
+    else:
+        scales = [scale] * len(labels)
+    noise = {label: learned(rng, row.shape, sd, df, case_scale)
+             for label, sd, df, case_scale in zip(labels, truth.sd, truth.df, scales)} if scale else {}
     index = {label: i for i, label in enumerate(labels)}
     drawn: dict[str, list[float]] = {label: [] for label in labels}
     common: list[float] = []

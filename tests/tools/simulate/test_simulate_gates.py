@@ -50,6 +50,29 @@ def test_a_file_at_half_the_truth_is_set_aside_and_raises_no_alarm():
     assert result["false_alarm"]["hits"] <= 1
 
 
+def test_stale_entries_narrow_a_tenth_of_the_file_and_raise_no_alarm(monkeypatch):
+    import random
+
+    class EntriesLearned(Exception):
+        pass
+
+    def no_looks(labels, measure, schedule):
+        raise EntriesLearned  # the file is what this part looks at, not a gate run over it
+
+    widths = []
+    real_learned = simulate_gates.learned
+    monkeypatch.setattr(simulate_gates, "learned", lambda rng, shape, sd, df, scale:
+                        widths.append(scale) or real_learned(rng, shape, sd, df, scale))
+    monkeypatch.setattr(simulate_gates, "run_looks", no_looks)
+    row = simulate_gates.Row(260, "normal", "stale", 1, 0, 5)
+    measured = json.loads(simulate_gates.MEASURED_SDS.read_text())["sizes"]
+    with pytest.raises(EntriesLearned):
+        simulate_gates.one_gate(random.Random(5), row, simulate_gates.gate_cases(260), measured, None)
+    assert set(widths) == {1.0, simulate_gates.STALE_SCALE} and 0.05 < widths.count(0.5) / len(widths) < 0.15
+    result = simulate("--cases", "58", "--file", "stale", "--aa", "20", "--ab", "0", "--seed", "4")
+    assert result["false_alarm"]["hits"] <= 1
+
+
 def test_heavy_tailed_rounds_leave_a_gate_of_every_case_decided():
     # before outlier rounds were set aside and the file learned without them, 29% of such gates ended undecided
     result = simulate("--cases", "260", "--shape", "t3", "--aa", "30", "--ab", "0", "--seed", "3")
