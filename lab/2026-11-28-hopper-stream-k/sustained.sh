@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The stream-K step and step g against cuBLAS at SIZE (default 8192), sustained at the power cap over five processes
+# The stream-K step and step g against cuBLAS, sustained at the power cap over five processes
 # (tools/acceptance/sustained.py: NVBench with at least 10 s of launches a case, then paired after 10 s of warm-up,
-# L2 flushed), one run a CARD:PRECISION argument, at once (default "0:fp16 1:bf16", a host of two GPUs), each kernel
-# against cuBLAS on its own card. The entries (entries.toml) are appended to a scratch copy of the checkout
-# ($SCRATCH). Run from the repository root with .whl carried; results under $OUT. About 7 minutes.
+# L2 flushed), one run a CARD:PRECISION[:SIZE] argument, all at once (default "0:fp16 1:bf16"; SIZE defaults to
+# $SIZE, else 8192), each kernel against cuBLAS on its own card: on a host of four, "0:fp16:8192 1:bf16:8192
+# 2:fp16:4096 3:bf16:4096" is the whole of the issue's table. The entries (entries.toml) are appended to a scratch
+# copy of the checkout ($SCRATCH). Run from the repository root with .whl carried; results under $OUT. About 7
+# minutes.
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
@@ -23,10 +25,11 @@ export PYTHONPATH="$SCRATCH:/tmp/site"
 pids=()
 [ $# -gt 0 ] || set -- 0:fp16 1:bf16
 for run in "$@"; do
-    set -- ${run/:/ }
-    timeout 580 python3 -m tools.acceptance.sustained "$2/wgmma_stream_k" "$2/wgmma_grouped_tma_store" \
-        --size "${SIZE:-8192}" --processes 5 --seconds 10 --device "$1" --json "$OUT/sustained-$2-${SIZE:-8192}.json" \
-        > "$OUT/sustained-$2-${SIZE:-8192}.txt" 2>&1 &
+    IFS=: read -r card precision size <<< "$run"
+    size=${size:-${SIZE:-8192}}
+    timeout 580 python3 -m tools.acceptance.sustained "$precision/wgmma_stream_k" \
+        "$precision/wgmma_grouped_tma_store" --size "$size" --processes 5 --seconds 10 --device "$card" \
+        --json "$OUT/sustained-$precision-$size.json" > "$OUT/sustained-$precision-$size.txt" 2>&1 &
     pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid"; echo "process $pid: exit $?" | tee -a "$OUT/summary.txt"; done
