@@ -170,7 +170,8 @@ def cmd_bench(args) -> int:
     print_table(["kernel", "MxNxK", "median ms", "TFLOP/s", "% cuBLAS", "% peak", "median SM MHz", *paired_header,
                  "throttled / notes"], rows)
     libraries = sorted({paired.library_version for paired in versus.values() if paired.library_version})
-    print("% cuBLAS: NVBench's medians, each case in its own measurement, L2 flushed before every launch"
+    print("% cuBLAS: NVBench's medians, each case in its own measurement, L2 flushed before every launch, in this "
+          "process (at the power cap the clock a process gets moves, and this % with it)"
           + ("; paired: the kernel and cuBLAS alternated in blocks in one process, after a warm-up (95% interval)"
              + (f"; cuBLAS {', '.join(libraries)}" if libraries else "") if args.versus_baseline else ""))
     if args.json:
