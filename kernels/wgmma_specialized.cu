@@ -17,8 +17,9 @@
 //             its CLUSTER_M x CLUSTER_N tiles. A slot is empty once the compute warpgroups of every block that
 //             writes into it (the block itself and those in its cluster row and column) have released it there.
 // FEATURES
-//   kGroupedOrder  tiles are walked down a group of 8 cluster rows before moving right, so the blocks running at
-//                  once share rows of A and columns of B in L2, instead of sweeping whole rows of C.
+//   kGroupedOrder  tiles are walked down a group of GROUP_ROWS cluster rows (8 unless given, after CLUSTER_N)
+//                  before moving right, so the blocks running at once share rows of A and columns of B in L2,
+//                  instead of sweeping whole rows of C.
 //   kTmaStore      the epilogue writes C through shared memory, 64 x 32 FP32 (one swizzled 128-byte row per row of
 //                  C) at a time in two alternating buffers per warpgroup, each sent by one TMA store.
 //   kPingPong      the compute warpgroups stop sharing a 128 x 256 tile (BM = 64): each takes every other 64 x 256
@@ -100,7 +101,7 @@ struct RingLayout {
 // One stage: A's tile in CLUSTER_N boxes of BM / CLUSTER_N rows (a block copies one), B's in kChunks boxes of
 // kChunkCols columns; C leaves, with kTmaStore, in kStoreRows x kStoreCols boxes (every instantiation takes C's
 // descriptor).
-template <typename T, int STAGES, int CLUSTER_M, unsigned FEATURES, int CLUSTER_N = 1>
+template <typename T, int STAGES, int CLUSTER_M, unsigned FEATURES, int CLUSTER_N = 1, int GROUP_ROWS = 8>
 __device__ constexpr LaunchGeometry gemm_wgmma_specialized_geometry = {
     {RingLayout<T, STAGES, FEATURES>::kThreads, 1},
     {RingLayout<T, STAGES, FEATURES>::kBM, RingLayout<T, STAGES, FEATURES>::kBN},
@@ -116,13 +117,12 @@ struct TileOfWork {
     int cluster_col;  // in units of CLUSTER_N tiles of 256 columns
 };
 
-template <unsigned FEATURES>
+template <unsigned FEATURES, int GROUP_ROWS>
 __device__ __forceinline__ TileOfWork tile_of(int work, int cluster_rows, int cluster_cols) {
     if constexpr ((FEATURES & kGroupedOrder) != 0) {
-        constexpr int kGroupRows = 8;
-        const int per_group = kGroupRows * cluster_cols;
-        const int first = work / per_group * kGroupRows;
-        const int rows = min(cluster_rows - first, kGroupRows);
+        const int per_group = GROUP_ROWS * cluster_cols;
+        const int first = work / per_group * GROUP_ROWS;
+        const int rows = min(cluster_rows - first, GROUP_ROWS);
         const int in_group = work % per_group;
         return {first + in_group % rows, in_group / rows};
     } else {
@@ -175,7 +175,7 @@ private:
 // kStreamK: one flag per block and compute warpgroup of a launch (sgemm launches at most one block an SM). They
 // belong to the program: two launches of one program at once, on two streams, would share them.
 constexpr int kMaxSplitFlags = 4096;
-template <typename T, int STAGES, int CLUSTER_M, unsigned FEATURES, int CLUSTER_N>
+template <typename T, int STAGES, int CLUSTER_M, unsigned FEATURES, int CLUSTER_N, int GROUP_ROWS>
 __device__ unsigned split_tile_flags[kMaxSplitFlags];
 
 // Element offset of (row, col) in a 64 x 32 FP32 buffer laid out as the TMA's 128-byte swizzle expects it.
@@ -183,7 +183,7 @@ __device__ __forceinline__ int swizzled_store_offset(int row, int col) {
     return row * 32 + (((col / 4) ^ (row % 8)) * 4) + col % 4;
 }
 
-template <typename T, int STAGES, int CLUSTER_M, unsigned FEATURES, int CLUSTER_N = 1>
+template <typename T, int STAGES, int CLUSTER_M, unsigned FEATURES, int CLUSTER_N = 1, int GROUP_ROWS = 8>
 __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) __cluster_dims__(CLUSTER_M, CLUSTER_N, 1)
     gemm_wgmma_specialized(int M, int N, int K, float alpha, const T* A, int lda, const T* B, int ldb, float beta,
                            float* C, int ldc, const __grid_constant__ TensorMap a_map,
@@ -200,7 +200,8 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
     constexpr int kOwnARows = kBM / CLUSTER_N, kOwnABytes = L::kABytes / CLUSTER_N;
     static_assert(kBM % CLUSTER_N == 0 && kOwnABytes % kSwizzleAtomBytes == 0,
                   "the blocks of a cluster row split A's rows into whole 1024-byte swizzle atoms");
-    constexpr LaunchGeometry kStated = gemm_wgmma_specialized_geometry<T, STAGES, CLUSTER_M, FEATURES, CLUSTER_N>;
+    constexpr LaunchGeometry kStated = gemm_wgmma_specialized_geometry<T, STAGES, CLUSTER_M, FEATURES, CLUSTER_N,
+                                                                             GROUP_ROWS>;
     static_assert(is_pair(kStated.block_threads, L::kThreads, 1), "block_threads: not this kernel's warpgroups");
     static_assert(is_pair(kStated.block_tile, kBM, kBN), "block_tile: not the tile this kernel computes");
     static_assert(is_cluster(kStated, CLUSTER_M, CLUSTER_N, 1), "cluster: not this kernel's __cluster_dims__");
@@ -281,8 +282,8 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
     // waits for it at the end of its run, then adds its part to C.
     auto split_flag = [&](int cluster, int consumer) -> unsigned* {
         if constexpr (kStreamed) {  // the flags exist in the programs that use them alone
-            return &split_tile_flags<T, STAGES, CLUSTER_M, FEATURES, CLUSTER_N>[(cluster * kClusterBlocks + rank) *
-                                                                                L::kConsumers + consumer];
+            return &split_tile_flags<T, STAGES, CLUSTER_M, FEATURES, CLUSTER_N,
+                                      GROUP_ROWS>[(cluster * kClusterBlocks + rank) * L::kConsumers + consumer];
         } else {
             return nullptr;
         }
@@ -303,7 +304,7 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
             const auto column_blocks = static_cast<unsigned short>(((1u << CLUSTER_M) - 1) << (CLUSTER_M * cluster_n));
             PieceSchedule<kStreamed> pieces = schedule(work_stride);
             for (PieceOfWork piece = pieces.first(first_work); pieces.more(piece); pieces.advance(piece)) {
-                const TileOfWork tile = tile_of<FEATURES>(piece.work, cluster_rows, cluster_cols);
+                const TileOfWork tile = tile_of<FEATURES, GROUP_ROWS>(piece.work, cluster_rows, cluster_cols);
                 const int m0 = (tile.cluster_row * CLUSTER_M + cluster_m) * kBM;
                 const int n0 = (tile.cluster_col * CLUSTER_N + cluster_n) * kBN;
                 for (int k = kStreamed ? piece.k_begin : 0; k < (kStreamed ? piece.k_end : k_steps); ++k) {
@@ -386,7 +387,7 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
         PieceSchedule<kStreamed> pieces = schedule((kTurns ? L::kConsumers : 1) * work_stride);
         for (PieceOfWork piece = pieces.first(first_work + (kTurns ? consumer * work_stride : 0)); pieces.more(piece);
              pieces.advance(piece)) {
-            const TileOfWork tile = tile_of<FEATURES>(piece.work, cluster_rows, cluster_cols);
+            const TileOfWork tile = tile_of<FEATURES, GROUP_ROWS>(piece.work, cluster_rows, cluster_cols);
             const int m0 = (tile.cluster_row * CLUSTER_M + cluster_m) * kBM + a_row;
             const int n0 = (tile.cluster_col * CLUSTER_N + cluster_n) * kBN;
 #pragma unroll
