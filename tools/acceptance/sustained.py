@@ -80,7 +80,9 @@ def one_process(args) -> dict:
         capped_ms = result.telemetry.get("throttled_ms", {}).get("power", math.nan)
         figures[case.kernel.name] = {"tflops": result.tflops, "sm_clock_mhz": result.median_sm_clock_mhz,
                                      "launches_ms": launches_ms, "power_capped_ms": capped_ms,
-                                     "capped_throughout": capped_ms >= CAPPED_SHARE * launches_ms,
+                                     # None where NVML gave no violation time to read (no telemetry)
+                                     "capped_throughout": None if math.isnan(capped_ms)
+                                     else capped_ms >= CAPPED_SHARE * launches_ms,
                                      "throttle_reasons": result.telemetry.get("throttle_reasons", [])}
     settings = replace(VERSUS_BASELINE, flush_l2=True, solo_s=0.0, warmup_s=args.seconds,
                        max_warmup_s=args.seconds + 3.0)
@@ -96,6 +98,10 @@ def one_process(args) -> dict:
                     "paired_percent": 100 / paired.ratio(), "paired_interval": [100 / high, 100 / low],
                     "paired_sm_clock_mhz": paired.timing.builds[1].median_sm_clock_mhz}
     return figures
+
+
+def _capped(throughout: bool | None) -> str:
+    return {True: "capped throughout", False: "NOT capped throughout", None: "cap unknown"}[throughout]
 
 
 def across(values: list[float]) -> dict:
@@ -148,14 +154,14 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
         print(f"process {index + 1}: " + "; ".join(
             f"{name} {run['nvbench_percent']:.1f}% NVBench ({run['sm_clock_mhz']:.0f} MHz, "
-            f"{'capped' if run['capped_throughout'] else 'NOT capped'} throughout), "
+            f"{_capped(run['capped_throughout'])}), "
             f"{run['paired_percent']:.1f}% paired"
             for name, run in runs[-1].items() if "paired_percent" in run), flush=True)
     # cuBLAS's own figures too: the processes' spread at the cap is the baseline's as much as the kernels'.
     summary = {name: {figure: across([run[name][figure] for run in runs])
                       for figure in ("nvbench_percent", "paired_percent", "tflops", "sm_clock_mhz")
                       if figure in runs[0][name]}
-               | {"capped_throughout": sum(run[name]["capped_throughout"] for run in runs)}
+               | {"capped_throughout": sum(run[name]["capped_throughout"] is True for run in runs)}
                for name in runs[0]}
     for name, figures in summary.items():
         print(f"{name} at {args.size}, {args.processes} processes, L2 flushed: " + "; ".join(

@@ -40,7 +40,7 @@ def test_the_processes_figures_are_summed_up_by_median_interval_and_range():
 
 
 def test_each_process_s_figures_are_printed_and_summed_up(capsys, monkeypatch, tmp_path):
-    def process(percent: float, capped: bool) -> dict:
+    def process(percent: float, capped: bool | None) -> dict:
         base = {"tflops": 650.0, "sm_clock_mhz": 1300.0, "launches_ms": 10000.0, "power_capped_ms": 10400.0,
                 "capped_throughout": True, "throttle_reasons": ["SW power cap"]}
         kernel = base | {"tflops": 6.5 * percent, "capped_throughout": capped, "nvbench_percent": percent,
@@ -48,7 +48,7 @@ def test_each_process_s_figures_are_printed_and_summed_up(capsys, monkeypatch, t
                          "paired_sm_clock_mhz": 1290.0}
         return {"fp16/cublas": base, "fp16/wgmma_cluster": kernel}
 
-    outputs = iter([process(p, p != 101.0) for p in (102.0, 101.0, 103.0)])
+    outputs = iter([process(102.0, True), process(101.0, False), process(103.0, None)])  # None: no NVML reading
     monkeypatch.setattr(sustained.subprocess, "run", lambda *a, **k: sustained.subprocess.CompletedProcess(
         a[0], 0, stdout="NVBench's chatter\n" + json.dumps(next(outputs)) + "\n", stderr=""))
     assert sustained.main(["fp16/wgmma_cluster", "--size", "4096", "--processes", "3",
@@ -57,5 +57,6 @@ def test_each_process_s_figures_are_printed_and_summed_up(capsys, monkeypatch, t
     assert "process 2: fp16/wgmma_cluster 101.0% NVBench (1300 MHz, NOT capped throughout), 102.0% paired" in out
     summary = next(line for line in out.splitlines() if line.startswith("fp16/wgmma_cluster at 4096"))
     assert "nvbench_percent median 102.00" in summary and "paired_percent median 103.00" in summary
-    assert summary.endswith("power cap held throughout in 2 of 3")
+    assert "process 3: fp16/wgmma_cluster 103.0% NVBench (1300 MHz, cap unknown)" in out
+    assert summary.endswith("power cap held throughout in 1 of 3")
     assert (tmp_path / "s.json").is_file()
