@@ -8,22 +8,8 @@
 # $OUT. About 5 minutes.
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-ls .whl/*.whl | grep -v -e numpy- -e nvidia_ml_py- | xargs python3 -m pip install -q --no-index --no-deps \
-    --no-compile --target /tmp/site 2>/dev/null
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
-site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-export SGEMM_CUDA_SITE="$site:/tmp/site"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv \
-    | tee "$OUT/summary.txt"
-echo "checkout: $(git rev-parse --short HEAD) $(git status --porcelain | wc -l) changed files" | tee -a "$OUT/summary.txt"
-CHECKOUT=$PWD
 SCRATCH=${SCRATCH:-/tmp/stream-k}
-rm -rf "$SCRATCH" && mkdir -p "$SCRATCH"
-cp -r sgemm kernels benchmarks tests tools pyproject.toml asv.conf.json "$SCRATCH/"
-cat lab/2026-11-28-hopper-stream-k/entries.toml >> "$SCRATCH/sgemm/catalogue.toml"
-cd "$SCRATCH"
-export PYTHONPATH="$SCRATCH:/tmp/site"
+source lab/scratch-with-entries.sh lab/2026-11-28-hopper-stream-k/entries.toml
 SECONDS=0
 # A hang (a flag never raised) is the likeliest way for this step to be wrong: the timeouts end it.
 timeout 150 python3 -m pytest -q -m gpu tests/measuring/test_verify.py -k wgmma_stream_k -p no:cacheprovider -rs \

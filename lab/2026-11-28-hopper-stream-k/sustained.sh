@@ -8,20 +8,8 @@
 # minutes.
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-ls .whl/*.whl | grep -v -e numpy- -e nvidia_ml_py- | xargs python3 -m pip install -q --no-index --no-deps \
-    --no-compile --target /tmp/site 2>/dev/null
-site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-export SGEMM_CUDA_SITE="$site:/tmp/site" PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv \
-    | tee "$OUT/summary.txt"
-echo "checkout: $(git rev-parse --short HEAD) $(git status --porcelain | wc -l) changed files" | tee -a "$OUT/summary.txt"
 SCRATCH=${SCRATCH:-/tmp/stream-k}
-rm -rf "$SCRATCH" && mkdir -p "$SCRATCH"
-cp -r sgemm kernels benchmarks tests tools pyproject.toml asv.conf.json "$SCRATCH/"
-cat lab/2026-11-28-hopper-stream-k/entries.toml >> "$SCRATCH/sgemm/catalogue.toml"
-cd "$SCRATCH"
-export PYTHONPATH="$SCRATCH:/tmp/site"
+source lab/scratch-with-entries.sh lab/2026-11-28-hopper-stream-k/entries.toml
 pids=()
 [ $# -gt 0 ] || set -- 0:fp16 1:bf16
 for run in "$@"; do

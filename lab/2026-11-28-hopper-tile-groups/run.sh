@@ -6,19 +6,8 @@
 # repository root with .whl carried; results under $OUT. About 2 minutes.
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-ls .whl/*.whl | grep -v -e numpy- -e nvidia_ml_py- | xargs python3 -m pip install -q --no-index --no-deps \
-    --no-compile --target /tmp/site 2>/dev/null
-site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-export SGEMM_CUDA_SITE="$site:/tmp/site" PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv \
-    | tee "$OUT/summary.txt"
 SCRATCH=${SCRATCH:-/tmp/tile-groups}
-rm -rf "$SCRATCH" && mkdir -p "$SCRATCH"
-cp -r sgemm kernels benchmarks tests tools pyproject.toml asv.conf.json "$SCRATCH/"
-cat lab/2026-11-28-hopper-tile-groups/entries.toml >> "$SCRATCH/sgemm/catalogue.toml"
-cd "$SCRATCH"
-export PYTHONPATH="$SCRATCH:/tmp/site"
+source lab/scratch-with-entries.sh lab/2026-11-28-hopper-tile-groups/entries.toml
 kernels=(fp16/wgmma_grouped_tma_store fp16/wgmma_group_rows_4 fp16/wgmma_group_rows_16)
 SECONDS=0
 timeout 60 python3 -m sgemm check -k "${kernels[1]}" -k "${kernels[2]}" --shape 8192x8192x8192 \
