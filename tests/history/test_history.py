@@ -276,7 +276,7 @@ def test_first_is_said_to_be_left_aside_once_the_machine_has_runs(repo, tmp_path
 # --- Sharded: real asv runs of a synthetic suite, two shards at once, joined --------------------------------------
 
 def test_two_shards_run_at_once_and_join_into_the_run_of_one_gpu(two_gpu_results, asv_virtualenv, tmp_path,
-                                                                  monkeypatch):
+                                                                  monkeypatch, capsys):
     import json
 
     from conftest import GpuResultsTree, seed_asv_virtualenv
@@ -304,10 +304,14 @@ def test_two_shards_run_at_once_and_join_into_the_run_of_one_gpu(two_gpu_results
     cases = [SuiteCase.square(f"{precision}/{kernel}", size) for kernel in ("cublas", "naive", "float4")
              for size in (1024, 2048, 4096) for precision in ("fp32", "fp16")]
     shards = [Shard(0, tuple(c for c in cases if c.kernel.endswith("float4")), 1.0),
-              Shard(1, tuple(c for c in cases if not c.kernel.endswith("float4")), 1.0)]
+              Shard(1, tuple(c for c in cases if not c.kernel.endswith("float4")), 90.0)]
     chosen = run.HistoryPlan(box.machine, (tree.commit,), None, (), None, others=(run.GPU_FACTS,))
     status = run.run_sharded(tree.repo, chosen, results, shards, ["GPU-a", "GPU-b"], tmp_path / "work")
     assert status == 0, (tmp_path / "work" / "gpu-0" / "asv.log").read_text()[-2000:]
+    # each GPU's share said up front in seconds or minutes as its size asks (it once read "about 0 min a commit")
+    said = capsys.readouterr().err
+    assert f"sgemm history: GPU 0: 6 cases, about 1 s a commit; asv's output in {tmp_path / 'work' / 'gpu-0'}" in said
+    assert "sgemm history: GPU 1: 12 cases, about 1.5 min a commit; asv's output in" in said
     [written] = [p for p in (results / box.machine).glob("*.json") if p.name != "machine.json"]
     assert written.name.startswith(tree.commit[:8])  # one file for the commit, as one GPU's run writes
     joined = json.loads(written.read_text())
