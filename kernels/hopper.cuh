@@ -152,8 +152,8 @@ __device__ __forceinline__ void tma_store_wait_all() {
 // A flag in global memory, raised by one block once its TMA stores have landed and lowered by the one block that
 // waits for it: a handshake between blocks of one launch, left lowered for the next.
 __device__ __forceinline__ void raise_after_stores(unsigned* flag) {
+    tma_store_wait_all();
     asm volatile(
-        "cp.async.bulk.wait_group 0;\n"
         "fence.proxy.async.global;\n"
         "st.release.gpu.global.u32 [%0], 1;\n" ::"l"(flag)
         : "memory");
