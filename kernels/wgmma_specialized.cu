@@ -36,6 +36,10 @@
 //                  C: its second part (with beta's share) is stored and a flag raised; its first part, ending the
 //                  run of the cluster above, waits for the flag and adds itself by TMA add-reductions. Needs
 //                  kTmaStore; not with kPingPong. The price: a split tile is written twice.
+//   kDescriptorOffsets  the compute warpgroups build the wgmma descriptors of stage 0's tiles once, before the K
+//                  loop, and add a stage's and a K slice's offset to their start address, instead of building each
+//                  from its pointer: 64 instructions a K step a warp against 87 (nvcc 13, sm_90a), the same
+//                  wgmmas.
 // Catalogue (BN x BK = 256 x 64; 384 threads):
 //   <T, 2, 1, 0>                          BM 128, two slots                          wgmma_specialized
 //   <T, 4, 1, 0>                          BM 128, four slots                         wgmma_pipelined
@@ -46,6 +50,7 @@
 // Tried in lab/, not in the catalogue (their records say why):
 //   <T, 4, 2, kGroupedOrder | kTmaStore, 2>, persistent grid; 2 x 2 clusters         wgmma_cluster_2x2
 //   <T, 4, 2, kGroupedOrder | kTmaStore | kStreamK>, persistent grid                  wgmma_stream_k
+//   <T, 4, 2, kGroupedOrder | kTmaStore | kDescriptorOffsets>, persistent grid        wgmma_lean_loop
 // (CLUSTER_N comes last, 1 unless given, so that the entries written before it still name their kernels.)
 // Every instantiation takes the descriptor of C; only kTmaStore reads it. The launch takes threads, tile, cluster
 // (CLUSTER_M, CLUSTER_N, 1), shared memory and TMA boxes from gemm_wgmma_specialized_geometry; a persistent grid is
@@ -53,12 +58,12 @@
 // Shapes: M a multiple of BM * CLUSTER_M (128 * CLUSTER_M; 64 * CLUSTER_M with kPingPong), N of 256 * CLUSTER_N, K of
 // 64; row strides multiples of 8 elements (the TMA's 16-byte stride rule). Needs sm_90a (compute capability 9.0
 // exactly).
-// Ladder: builds on wgmma_tma_wide; wgmma_pingpong, wgmma_cluster_2x2 and wgmma_stream_k on
+// Ladder: builds on wgmma_tma_wide; wgmma_pingpong, wgmma_cluster_2x2, wgmma_stream_k and wgmma_lean_loop on
 // wgmma_grouped_tma_store.
 #include "common.cuh"
 #include "hopper.cuh"
 
-constexpr unsigned kGroupedOrder = 1, kTmaStore = 2, kPingPong = 4, kStreamK = 8;
+constexpr unsigned kGroupedOrder = 1, kTmaStore = 2, kPingPong = 4, kStreamK = 8, kDescriptorOffsets = 16;
 
 template <typename T, int STAGES, unsigned FEATURES>
 struct RingLayout {
@@ -189,7 +194,8 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
                            float* C, int ldc, const __grid_constant__ TensorMap a_map,
                            const __grid_constant__ TensorMap b_map, const __grid_constant__ TensorMap c_map) {
     using L = RingLayout<T, STAGES, FEATURES>;
-    static_assert((FEATURES & ~(kGroupedOrder | kTmaStore | kPingPong | kStreamK)) == 0, "unknown feature bit");
+    static_assert((FEATURES & ~(kGroupedOrder | kTmaStore | kPingPong | kStreamK | kDescriptorOffsets)) == 0,
+                  "unknown feature bit");
     constexpr bool kStreamed = (FEATURES & kStreamK) != 0;
     static_assert(!kStreamed || ((FEATURES & kTmaStore) != 0 && (FEATURES & kPingPong) == 0),
                   "kStreamK adds split tiles' parts by TMA reductions (kTmaStore), and takes tiles whole per cluster, "
@@ -372,6 +378,16 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
         constexpr bool kTurns = L::kTakesTurns;
         const int a_row = kTurns ? 0 : consumer * 64;  // where the warpgroup's rows start in a stage's A tile
         const int other = 1 - consumer;
+        // kDescriptorOffsets: the descriptors of stage 0's tiles, built once; a stage's and a 16-wide K slice's add a
+        // fixed offset to the start address, in 16-byte units in the descriptor's low 14 bits (every shared address
+        // of the block is below 256 KB, so the sum never carries out of them).
+        // The warpgroup's number, shuffled from lane 0 (which tells the compiler it is the same in every lane),
+        // leaves 3 fewer instructions in the loop than a_row itself.
+        const int uniform_a_row =
+            (FEATURES & kDescriptorOffsets) && !kTurns ? __shfl_sync(0xffffffffu, consumer, 0) * 64 : a_row;
+        const unsigned long long a_first = wgmma_descriptor(reinterpret_cast<const T*>(shared) + uniform_a_row * kBK,
+                                                            16, kSwizzleAtomBytes);
+        const unsigned long long b_first = wgmma_descriptor(shared + L::kABytes, L::kChunkBytes, kSwizzleAtomBytes);
         unsigned turn = 0;  // kPingPong: the parity of this warpgroup's next phase of mma_turn and epilogue_turn
         auto skip_tile = [](int& at_stage, unsigned& at_phase, int steps) {  // past the other warpgroup's K steps
             at_stage += steps % STAGES;
@@ -404,8 +420,17 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
 #pragma unroll
                 for (int kk = 0; kk < kBK / 16; ++kk) {
                     // 16 K elements are 32 bytes along A's swizzled rows, and 16 rows (2 atoms) down B's chunks.
-                    Wgmma<T, kBN>::mma(acc, wgmma_descriptor(a_slab + kk * 16, 16, kSwizzleAtomBytes),
-                                       wgmma_descriptor(b_tile + kk * 16 * 64, L::kChunkBytes, kSwizzleAtomBytes));
+                    if constexpr ((FEATURES & kDescriptorOffsets) != 0) {
+                        // 32-bit sums: the high word (stride and swizzle) stays as built.
+                        const unsigned at_stage = stage * (L::kStageBytes >> 4);
+                        constexpr unsigned kASlice = 16 * sizeof(T) >> 4, kBSlice = 16 * 64 * sizeof(T) >> 4;
+                        Wgmma<T, kBN>::mma(acc, with_low_word(a_first, at_stage + kk * kASlice),
+                                           with_low_word(b_first, at_stage + kk * kBSlice));
+                    } else {
+                        Wgmma<T, kBN>::mma(acc, wgmma_descriptor(a_slab + kk * 16, 16, kSwizzleAtomBytes),
+                                           wgmma_descriptor(b_tile + kk * 16 * 64, L::kChunkBytes,
+                                                            kSwizzleAtomBytes));
+                    }
                 }
                 wgmma_commit();
                 wgmma_wait<1>();  // this step's wgmmas may still run; the previous step's have completed
