@@ -8,10 +8,13 @@ At the 700 W cap a kernel's clock, and so its time, moves by several percent fro
   NVML says the driver held the clocks down for power;
 - then each kernel paired with cuBLAS in the process (sgemm.measuring.ab, L2 flushed), after --seconds of paired
   warm-up.
-Per process and kernel: % of cuBLAS by NVBench (the two medians of that process) and paired (with its interval),
-the median SM clock, and whether the power cap held the clocks for as long as the case's launches ran. Across the
-processes: the median of each figure, a 95% t-interval of the logarithms of the processes' figures, and the range.
-Each kernel is checked against FP64 in each process before it is timed (NVBench's and the paired timer's checks).
+Every second process takes the cases in the reverse order (the kernels last to first, then cuBLAS; the pairings
+likewise), so that a card warming through a process, which lowers its clock at the cap, favours no kernel over the
+processes (exactly so with an even number of them). Per process and kernel: % of cuBLAS by NVBench (the two
+medians of that process) and paired (with its interval), the median SM clock, and whether the power cap held the
+clocks for as long as the case's launches ran. Across the processes: the median of each figure, a 95% t-interval
+of the logarithms of the processes' figures, and the range. Each kernel is checked against FP64 in each process
+before it is timed (NVBench's and the paired timer's checks).
 
 Usage, from the repository root (on a GPU box):
     python -m tools.acceptance.sustained KERNEL [KERNEL ...] --size N [--processes 5] [--seconds 10] [--device 0]
@@ -68,7 +71,8 @@ def one_process(args) -> dict:
     kernels = [catalogue.get_kernel(name) for name in args.kernels]
     base = catalogue.baseline(kernels[0].precision)
     n = args.size
-    cases = [MeasuredCase(kernel, n, n, n) for kernel in (base, *kernels)]
+    timed_order, paired_order = in_order(base, kernels, args.reversed)
+    cases = [MeasuredCase(kernel, n, n, n) for kernel in timed_order]
     timed = run_cases(cases, args.device, nvbench_args=(
         "--min-time", f"{args.seconds:g}", "--timeout", f"{3 * args.seconds + 30:g}"))
     figures = {}
@@ -90,7 +94,7 @@ def one_process(args) -> dict:
     import cupy
 
     with cupy.cuda.Device(args.device):
-        for kernel in kernels:
+        for kernel in paired_order:
             paired = measure([Build("baseline", base), Build("kernel", kernel)], n, n, n, settings, readings)
             low, high = paired.interval()
             own = figures[kernel.name]
@@ -98,6 +102,13 @@ def one_process(args) -> dict:
                     "paired_percent": 100 / paired.ratio(), "paired_interval": [100 / high, 100 / low],
                     "paired_sm_clock_mhz": paired.timing.builds[1].median_sm_clock_mhz}
     return figures
+
+
+def in_order(base, kernels: list, reverse: bool) -> tuple[list, list]:
+    """The order a process times its NVBench cases in (cuBLAS, then the kernels as named) and pairs the kernels with
+    cuBLAS in (as named), each reversed where `reverse`."""
+    timed, paired = [base, *kernels], list(kernels)
+    return (timed[::-1], paired[::-1]) if reverse else (timed, paired)
 
 
 def _capped(throughout: bool | None) -> str:
@@ -127,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", type=integer_at_least(0, "--device"), default=0)
     parser.add_argument("--json", help="also write every process's figures and the summary to this file")
     parser.add_argument("--one-process", action="store_true", help=argparse.SUPPRESS)  # a process of the run
+    parser.add_argument("--reversed", action="store_true", help=argparse.SUPPRESS)  # ... taking the cases backwards
     args = parser.parse_args(argv)
     if problem := _problem(args):
         print(f"sustained: {problem}", file=sys.stderr)
@@ -142,8 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     runs = []
     for index in range(args.processes):
+        reverse = index % 2 == 1
         try:
-            done = subprocess.run(child, capture_output=True, text=True, check=False, timeout=per_process_s)
+            done = subprocess.run(child + ["--reversed"] * reverse, capture_output=True, text=True, check=False,
+                                  timeout=per_process_s)
         except subprocess.TimeoutExpired:
             print(f"sustained: process {index + 1} ran past {per_process_s:g} s and was ended", file=sys.stderr)
             return 1
@@ -152,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 1
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        print(f"process {index + 1}: " + "; ".join(
+        print(f"process {index + 1} ({'kernels, then cuBLAS' if reverse else 'cuBLAS, then kernels'}): " + "; ".join(
             f"{name} {run['nvbench_percent']:.1f}% NVBench ({run['sm_clock_mhz']:.0f} MHz, "
             f"{_capped(run['capped_throughout'])}), "
             f"{run['paired_percent']:.1f}% paired"
@@ -172,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
             + f"; power cap held throughout in {figures['capped_throughout']} of {args.processes}")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"size": args.size, "seconds": args.seconds, "processes": runs, "summary": summary}, out,
-                      indent=1)
+            json.dump({"size": args.size, "seconds": args.seconds, "processes": runs,
+                       "reversed": [index % 2 == 1 for index in range(len(runs))], "summary": summary}, out, indent=1)
     return 0
 
 

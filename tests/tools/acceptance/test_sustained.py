@@ -54,9 +54,30 @@ def test_each_process_s_figures_are_printed_and_summed_up(capsys, monkeypatch, t
     assert sustained.main(["fp16/wgmma_cluster", "--size", "4096", "--processes", "3",
                            "--json", str(tmp_path / "s.json")]) == 0
     out = capsys.readouterr().out
-    assert "process 2: fp16/wgmma_cluster 101.0% NVBench (1300 MHz, NOT capped throughout), 102.0% paired" in out
+    assert ("process 2 (kernels, then cuBLAS): fp16/wgmma_cluster 101.0% NVBench (1300 MHz, NOT capped throughout), "
+            "102.0% paired") in out
     summary = next(line for line in out.splitlines() if line.startswith("fp16/wgmma_cluster at 4096"))
     assert "nvbench_percent median 102.00" in summary and "paired_percent median 103.00" in summary
-    assert "process 3: fp16/wgmma_cluster 103.0% NVBench (1300 MHz, cap unknown)" in out
+    assert "process 3 (cuBLAS, then kernels): fp16/wgmma_cluster 103.0% NVBench (1300 MHz, cap unknown)" in out
     assert summary.endswith("power cap held throughout in 1 of 3")
     assert (tmp_path / "s.json").is_file()
+
+
+def test_every_second_process_takes_the_cases_backwards(monkeypatch):
+    # A card warms through a process and its clock falls at the cap: the kernel timed last in every process would
+    # read slow over all of them.
+    started = []
+    figures = {"fp16/cublas": {"tflops": 650.0, "sm_clock_mhz": 1300.0, "capped_throughout": True}}
+    for name in ("fp16/wgmma_cluster", "fp16/wgmma_persistent"):
+        figures[name] = figures["fp16/cublas"] | {"nvbench_percent": 100.0, "paired_percent": 100.0}
+
+    def run(argv, **kwargs):
+        started.append(argv)
+        return sustained.subprocess.CompletedProcess(argv, 0, stdout=json.dumps(figures) + "\n", stderr="")
+
+    monkeypatch.setattr(sustained.subprocess, "run", run)
+    assert sustained.main(["fp16/wgmma_cluster", "fp16/wgmma_persistent", "--size", "4096", "--processes", "4"]) == 0
+    assert ["--reversed" in argv for argv in started] == [False, True, False, True]
+    base, first, second = "cublas", "cluster", "persistent"
+    assert sustained.in_order(base, [first, second], False) == ([base, first, second], [first, second])
+    assert sustained.in_order(base, [first, second], True) == ([second, first, base], [second, first])
