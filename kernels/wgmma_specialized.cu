@@ -378,16 +378,6 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
         constexpr bool kTurns = L::kTakesTurns;
         const int a_row = kTurns ? 0 : consumer * 64;  // where the warpgroup's rows start in a stage's A tile
         const int other = 1 - consumer;
-        // kDescriptorOffsets: the descriptors of stage 0's tiles, built once; a stage's and a 16-wide K slice's add a
-        // fixed offset to the start address, in 16-byte units in the descriptor's low 14 bits (every shared address
-        // of the block is below 256 KB, so the sum never carries out of them).
-        // The warpgroup's number, shuffled from lane 0 (which tells the compiler it is the same in every lane),
-        // leaves 3 fewer instructions in the loop than a_row itself.
-        const int uniform_a_row =
-            (FEATURES & kDescriptorOffsets) && !kTurns ? __shfl_sync(0xffffffffu, consumer, 0) * 64 : a_row;
-        const unsigned long long a_first = wgmma_descriptor(reinterpret_cast<const T*>(shared) + uniform_a_row * kBK,
-                                                            16, kSwizzleAtomBytes);
-        const unsigned long long b_first = wgmma_descriptor(shared + L::kABytes, L::kChunkBytes, kSwizzleAtomBytes);
         unsigned turn = 0;  // kPingPong: the parity of this warpgroup's next phase of mma_turn and epilogue_turn
         auto skip_tile = [](int& at_stage, unsigned& at_phase, int steps) {  // past the other warpgroup's K steps
             at_stage += steps % STAGES;
@@ -400,6 +390,16 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
         if constexpr (kTurns) {
             if (consumer == 1) skip_tile(stage, phase, k_steps);
         }
+        // kDescriptorOffsets: the descriptors of stage 0's tiles, built once; a stage's and a 16-wide K slice's add a
+        // fixed offset to the start address, in 16-byte units in the descriptor's low 14 bits (every shared address
+        // of the block is below 256 KB, so the sum never carries out of them).
+        // The warpgroup's number, shuffled from lane 0 (which tells the compiler it is the same in every lane),
+        // leaves 3 fewer instructions in the loop than a_row itself.
+        const int uniform_a_row =
+            (FEATURES & kDescriptorOffsets) && !kTurns ? __shfl_sync(0xffffffffu, consumer, 0) * 64 : a_row;
+        const unsigned long long a_first = wgmma_descriptor(reinterpret_cast<const T*>(shared) + uniform_a_row * kBK,
+                                                            16, kSwizzleAtomBytes);
+        const unsigned long long b_first = wgmma_descriptor(shared + L::kABytes, L::kChunkBytes, kSwizzleAtomBytes);
         PieceSchedule<kStreamed> pieces = schedule((kTurns ? L::kConsumers : 1) * work_stride);
         for (PieceOfWork piece = pieces.first(first_work + (kTurns ? consumer * work_stride : 0)); pieces.more(piece);
              pieces.advance(piece)) {
