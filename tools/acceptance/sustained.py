@@ -104,6 +104,11 @@ def one_process(args) -> dict:
     return figures
 
 
+def backwards(index: int) -> bool:
+    """Whether the process of this index (from 0) takes the cases backwards: every second one."""
+    return index % 2 == 1
+
+
 def in_order(base, kernels: list, reverse: bool) -> tuple[list, list]:
     """The order a process times its NVBench cases in (cuBLAS, then the kernels as named) and pairs the kernels with
     cuBLAS in (as named), each reversed where `reverse`."""
@@ -154,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     runs = []
     for index in range(args.processes):
-        reverse = index % 2 == 1
+        reverse = backwards(index)
         try:
             done = subprocess.run(child + ["--reversed"] * reverse, capture_output=True, text=True, check=False,
                                   timeout=per_process_s)
@@ -187,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"size": args.size, "seconds": args.seconds, "processes": runs,
-                       "reversed": [index % 2 == 1 for index in range(len(runs))], "summary": summary}, out, indent=1)
+                       "reversed": [backwards(index) for index in range(len(runs))], "summary": summary}, out,
+                      indent=1)
     return 0
 
 
