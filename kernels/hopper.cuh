@@ -218,8 +218,9 @@ __device__ __forceinline__ unsigned long long wgmma_descriptor(const void* tile,
            (static_cast<unsigned long long>(stride_bytes >> 4) << 32) | kSwizzle128B;
 }
 
-// A descriptor whose start address is `offset` 16-byte units on: the sum stays in the low word, where the address
-// is, as long as the tile lies below 256 KB of shared memory (every tile of a block does).
+// A descriptor whose start address is `offset` 16-byte units on. The sum must stay in the address's 14 bits, below
+// the leading byte offset's field: it does while the tile lies below 256 KB of shared memory (every tile of a block
+// does).
 __device__ __forceinline__ unsigned long long with_low_word(unsigned long long descriptor, unsigned offset) {
     return (descriptor & ~0xFFFFFFFFull) | (static_cast<unsigned>(descriptor) + offset);
 }

@@ -262,7 +262,9 @@ __global__ void __launch_bounds__(RingLayout<T, STAGES, FEATURES>::kThreads, 1) 
     const int cluster_cols = N / (kBN * CLUSTER_N), cluster_rows = M / (kBM * CLUSTER_M);
     const int work_count = cluster_rows * cluster_cols, k_steps = K / kBK;
     // Clusters are counted along the grid's rows of clusters; a persistent grid is a single one, CLUSTER_N high.
-    const int block = blockIdx.y / CLUSTER_N * gridDim.x + blockIdx.x;  // the first of its cluster row, in M
+    // The block's place with the grid's rows of clusters laid end to end along x: a cluster's blocks side by side
+    // in N share it, and block / CLUSTER_M is the cluster's number.
+    const int block = blockIdx.y / CLUSTER_N * gridDim.x + blockIdx.x;
     const int first_work = block / CLUSTER_M, work_stride = gridDim.x * (gridDim.y / CLUSTER_N) / CLUSTER_M;
     // kStreamK: where the tiles do not divide into whole rounds of the grid's clusters, the last full round and the
     // tiles left over are shared out by K steps, so that no cluster idles through a last round most others skip.

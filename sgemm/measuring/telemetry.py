@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -184,6 +185,7 @@ class CaseTelemetry:
     throttle_mask: int = 0  # OR of every reading's reasons
     throttle_reasons: list[str] = field(default_factory=list)
     throttled_ms: dict[str, float] = field(default_factory=dict)  # power / thermal, over the case
+    window_ms: float = 0.0  # wall time from the monitor's start to its finish: what throttled_ms was counted over
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -202,9 +204,11 @@ class CaseMonitor:
         self._mask = 0
         self._last = 0.0
         self._throttled_at_start: dict[str, int] = {}
+        self._started = math.nan
 
     def start(self) -> None:
         self._throttled_at_start = collect_throttled_ns(self.handle)
+        self._started = self._now()
         self._read()
 
     def poll(self) -> None:
@@ -230,6 +234,7 @@ class CaseMonitor:
             throttle_mask=self._mask,
             throttle_reasons=reason_names(self._mask),
             throttled_ms={k: (throttled[k] - self._throttled_at_start.get(k, 0)) / 1e6 for k in throttled},
+            window_ms=1e3 * (self._now() - self._started),
         )
 
 

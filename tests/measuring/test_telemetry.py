@@ -92,10 +92,12 @@ def test_case_monitor_summarises_the_readings(monkeypatch):
     nvml = fake_nvml(power_mw=[400_000, 700_000], clocks_mhz=[1980, 1500], reasons=[0x0, 0x4],
                      violation_ns=[1_000_000, 5_000_000, 3_500_000, 5_000_000])
     monkeypatch.setitem(sys.modules, "pynvml", nvml)
-    monitor = telemetry.CaseMonitor("handle")
+    clock = iter([10.0, 10.0, 12.5, 12.5])  # start, its reading; finish's reading, its end
+    monitor = telemetry.CaseMonitor("handle", clock=lambda: next(clock))
     monitor.start()
     summary = monitor.finish()
     assert summary.readings == 2
+    assert summary.window_ms == pytest.approx(2500.0)  # what the violation time was counted over
     assert summary.power_w_mean == pytest.approx(550.0) and summary.power_w_max == pytest.approx(700.0)
     assert summary.nvml_sm_clock_mhz_min == 1500
     assert summary.throttle_reasons == ["SW power cap"]

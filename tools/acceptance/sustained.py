@@ -12,9 +12,10 @@ Every second process takes the cases in the reverse order (the kernels last to f
 likewise), so that a card warming through a process, which lowers its clock at the cap, favours no kernel over the
 processes (exactly so with an even number of them). Per process and kernel: % of cuBLAS by NVBench (the two
 medians of that process) and paired (with its interval), the median SM clock, and whether the power cap held the
-clocks for as long as the case's launches ran. Across the processes: the median of each figure, a 95% t-interval
-of the logarithms of the processes' figures, and the range. Each kernel is checked against FP64 in each process
-before it is timed (NVBench's and the paired timer's checks).
+clocks for the whole of the case's window (NVML's power-violation time against the wall time it was counted over,
+warm-up and flushes included). Across the processes: the median of each figure, a 95% t-interval of the logarithms
+of the processes' figures, and the range. Each kernel is checked against FP64 in each process before it is timed
+(NVBench's and the paired timer's checks). With --json, every finished process's figures are written as it ends.
 
 Usage, from the repository root (on a GPU box):
     python -m tools.acceptance.sustained KERNEL [KERNEL ...] --size N [--processes 5] [--seconds 10] [--device 0]
@@ -35,8 +36,9 @@ from statistics import fmean, median, stdev
 from sgemm.commands.args import finite, integer_at_least
 
 EXIT_BAD_INPUT = 2
-# The power cap held the clocks "throughout" when NVML's power-violation time covers this share of the case's
-# launches (the time counts wall time, the launches GPU time alone, so a case capped throughout reads 1 or more).
+# The power cap held the clocks "throughout" a case when NVML's power-violation time covers this share of the
+# window it was counted over (the case's monitor, from its start to the next case: warm-up, flushes and gaps
+# between launches included), not merely of the launches' own GPU time, which is shorter.
 CAPPED_SHARE = 0.95
 
 
@@ -82,11 +84,11 @@ def one_process(args) -> dict:
             raise SystemExit(f"{case.id}: {result}")
         launches_ms = 1e3 * sum(result.samples_s)
         capped_ms = result.telemetry.get("throttled_ms", {}).get("power", math.nan)
+        window_ms = result.telemetry.get("window_ms", math.nan)
         figures[case.kernel.name] = {"tflops": result.tflops, "sm_clock_mhz": result.median_sm_clock_mhz,
-                                     "launches_ms": launches_ms, "power_capped_ms": capped_ms,
-                                     # None where NVML gave no violation time to read (no telemetry)
-                                     "capped_throughout": None if math.isnan(capped_ms)
-                                     else capped_ms >= CAPPED_SHARE * launches_ms,
+                                     "launches_ms": launches_ms, "window_ms": window_ms,
+                                     "power_capped_ms": capped_ms, "capped_throughout": capped_throughout(
+                                         capped_ms, window_ms),
                                      "throttle_reasons": result.telemetry.get("throttle_reasons", [])}
     settings = replace(VERSUS_BASELINE, flush_l2=True, solo_s=0.0, warmup_s=args.seconds,
                        max_warmup_s=args.seconds + 3.0)
@@ -102,6 +104,21 @@ def one_process(args) -> dict:
                     "paired_percent": 100 / paired.ratio(), "paired_interval": [100 / high, 100 / low],
                     "paired_sm_clock_mhz": paired.timing.builds[1].median_sm_clock_mhz}
     return figures
+
+
+def process_limit_s(kernels: int, seconds: float) -> float:
+    """How long a process of `kernels` kernels and cuBLAS may take before it counts as hung."""
+    nvbench_s = (kernels + 1) * (3 * seconds + 30)  # each case at most its NVBench --timeout
+    paired_s = kernels * (seconds + 3 + 60)  # each pairing's warm-up cap and a minute of rounds
+    return nvbench_s + paired_s + 120  # and the builds, checks and CUDA's start
+
+
+def capped_throughout(capped_ms: float, window_ms: float) -> bool | None:
+    """Whether the power cap held the clocks for the whole window the violation time was counted over; None where
+    NVML gave no violation time or the window is unknown (no telemetry)."""
+    if not (math.isfinite(capped_ms) and math.isfinite(window_ms) and window_ms > 0):
+        return None
+    return capped_ms >= CAPPED_SHARE * window_ms
 
 
 def backwards(index: int) -> bool:
@@ -154,10 +171,20 @@ def main(argv: list[str] | None = None) -> int:
     child = [sys.executable, "-m", "tools.acceptance.sustained", *args.kernels, "--size", str(args.size),
              "--seconds", f"{args.seconds:g}", "--device", str(args.device), "--one-process"]
     # A process that runs past this has hung (a kernel that never ends): it is killed, and so is one running when
-    # this one is told to stop (SIGTERM ends the wait, and subprocess.run kills the process it waited on).
-    per_process_s = 12 * args.seconds + 120
+    # this one is told to stop (SIGTERM ends the wait, and subprocess.run kills the process it waited on). Each
+    # NVBench case may run to its own --timeout, each pairing to its warm-up's cap and its rounds, plus compiles.
+    per_process_s = process_limit_s(len(args.kernels), args.seconds)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     runs = []
+
+    def keep(summary: dict | None = None) -> None:
+        """--json: every finished process's figures (so that a later failure loses none), and the summary."""
+        if args.json:
+            with open(args.json, "w") as out:
+                json.dump({"size": args.size, "seconds": args.seconds, "processes": runs,
+                           "reversed": [backwards(index) for index in range(len(runs))], "summary": summary}, out,
+                          indent=1)
+
     for index in range(args.processes):
         reverse = backwards(index)
         try:
@@ -165,12 +192,20 @@ def main(argv: list[str] | None = None) -> int:
                                   timeout=per_process_s)
         except subprocess.TimeoutExpired:
             print(f"sustained: process {index + 1} ran past {per_process_s:g} s and was ended", file=sys.stderr)
+            keep()
             return 1
         if done.returncode:
             print(f"sustained: process {index + 1} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}",
                   file=sys.stderr)
+            keep()
             return 1
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        try:
+            runs.append(json.loads((done.stdout.strip().splitlines() or [""])[-1]))
+        except json.JSONDecodeError:
+            print(f"sustained: process {index + 1} ended without its figures", file=sys.stderr)
+            keep()
+            return 1
+        keep()
         print(f"process {index + 1} ({'kernels, then cuBLAS' if reverse else 'cuBLAS, then kernels'}): " + "; ".join(
             f"{name} {run['nvbench_percent']:.1f}% NVBench ({run['sm_clock_mhz']:.0f} MHz, "
             f"{_capped(run['capped_throughout'])}), "
@@ -189,11 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             + f", range {value['low']:.2f}-{value['high']:.2f})"
             for figure, value in figures.items() if isinstance(value, dict))
             + f"; power cap held throughout in {figures['capped_throughout']} of {args.processes}")
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump({"size": args.size, "seconds": args.seconds, "processes": runs,
-                       "reversed": [backwards(index) for index in range(len(runs))], "summary": summary}, out,
-                      indent=1)
+    keep(summary)
     return 0
 
 

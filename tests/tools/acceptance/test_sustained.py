@@ -1,10 +1,15 @@
 """tools/acceptance/sustained.py on a box without a GPU: bad arguments are refused before any process starts, and
 the processes' figures are summed up as it says (the timing itself needs a GPU: the lab's runs of it)."""
 
+import contextlib
 import json
 import math
+from types import SimpleNamespace
 
+import cupy
 import pytest
+
+from sgemm.measuring import ab, record, telemetry
 
 from tools.acceptance import sustained
 
@@ -81,3 +86,52 @@ def test_every_second_process_takes_the_cases_backwards(monkeypatch):
     base, first, second = "cublas", "cluster", "persistent"
     assert sustained.in_order(base, [first, second], False) == ([base, first, second], [first, second])
     assert sustained.in_order(base, [first, second], True) == ([second, first, base], [second, first])
+
+
+def test_a_process_times_and_pairs_in_its_order_and_judges_the_cap_over_the_whole_window(monkeypatch):
+    timed, paired = [], []
+
+    def run_cases(cases, device, nvbench_args=()):
+        timed.extend(case.kernel.name for case in cases)
+        # Each case capped for 900 ms of a 1,000-ms window whose launches took 500 ms: the cap let go for a tenth
+        # of the window, which the launches' time alone would hide.
+        return {case.id: SimpleNamespace(samples_s=[0.25, 0.25], tflops=600.0, median_sm_clock_mhz=1300.0,
+                                         telemetry={"throttled_ms": {"power": 900.0}, "window_ms": 1000.0})
+                for case in cases}
+
+    def measure(builds, m, n, k, settings, readings):
+        paired.append(builds[1].kernel.name)
+        assert settings.flush_l2
+        return SimpleNamespace(interval=lambda: (0.99, 1.01), ratio=lambda: 1.0,
+                               timing=SimpleNamespace(builds=[None, SimpleNamespace(median_sm_clock_mhz=1290.0)]))
+
+    monkeypatch.setattr(record, "run_cases", run_cases)
+    monkeypatch.setattr(ab, "measure", measure)
+    monkeypatch.setattr(telemetry.CardReadings, "of", classmethod(lambda cls, device: None))
+    monkeypatch.setattr(cupy.cuda, "Device", lambda device: contextlib.nullcontext())
+    args = SimpleNamespace(kernels=["fp16/wgmma_cluster", "fp16/wgmma_persistent"], size=4096, seconds=1.0,
+                           device=0, reversed=True)
+    figures = sustained.one_process(args)
+    assert timed == ["fp16/wgmma_persistent", "fp16/wgmma_cluster", "fp16/cublas"]
+    assert paired == ["fp16/wgmma_persistent", "fp16/wgmma_cluster"]
+    assert all(figure["capped_throughout"] is False for figure in figures.values())
+    assert sustained.capped_throughout(990.0, 1000.0) is True
+    assert sustained.capped_throughout(math.nan, 1000.0) is None and sustained.capped_throughout(900.0, 0.0) is None
+
+
+def test_a_failing_process_keeps_the_figures_of_those_before_it(monkeypatch, tmp_path):
+    figures = {"fp16/cublas": {"tflops": 650.0, "sm_clock_mhz": 1300.0, "capped_throughout": True},
+               "fp16/wgmma_cluster": {"tflops": 650.0, "sm_clock_mhz": 1300.0, "capped_throughout": True,
+                                      "nvbench_percent": 100.0, "paired_percent": 100.0}}
+    outputs = iter([json.dumps(figures) + "\n", "a traceback, no figures\n"])
+    monkeypatch.setattr(sustained.subprocess, "run", lambda argv, **k: sustained.subprocess.CompletedProcess(
+        argv, 0, stdout=next(outputs), stderr=""))
+    out = tmp_path / "s.json"
+    assert sustained.main(["fp16/wgmma_cluster", "--size", "4096", "--processes", "3", "--json", str(out)]) == 1
+    assert json.loads(out.read_text())["processes"] == [figures]
+
+
+def test_a_process_of_more_kernels_may_run_longer_before_it_counts_as_hung():
+    one, three = sustained.process_limit_s(1, 10.0), sustained.process_limit_s(3, 10.0)
+    assert three > one
+    assert three >= 4 * (3 * 10.0 + 30)  # four NVBench cases, each to its own --timeout
