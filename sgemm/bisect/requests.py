@@ -20,6 +20,7 @@ from ..results.machine import check_machine_name, machine_name, required_identit
 from ..rounds.evidence import Noise
 from ..rounds.session import PAIRED_THRESHOLD, ROUND_SETTINGS
 from ..words import counted
+from ..writable import file_problem, folder_problem
 from .commits import Chain, RangeError, check_ends, first_parent_chain
 from .compare import CompareSchedule, PairedBuilds, Unmeasurable
 from .confirm import already_decided, confirm
@@ -100,10 +101,13 @@ def _machine(given: str | None, target: Target | None, device: int) -> str:
 
 
 def _results_folder(results: Path, machine: str) -> Path:
+    """The machine's folder of --results, found writable (or makeable) before any build or GPU time."""
     if results.exists() and not results.is_dir():
         raise InputError(f"--results {results} is not a directory")
     if not results.resolve().parent.is_dir():
         raise InputError(f"--results {results}: the folder {results.resolve().parent} does not exist")
+    if problem := folder_problem(results / machine):
+        raise InputError(f"--results {results}: {problem}")
     return results / machine
 
 
@@ -142,6 +146,8 @@ def plan_bisect(request: BisectRequest) -> BisectPlan | str:
         raise InputError(f"--state {state} is a directory: name a file")
     if state.resolve() == out.resolve():
         raise InputError(f"--state {state} is where the result goes: name another file")
+    if problem := (file_problem(state) if state.parent.is_dir() else folder_problem(state.parent)):
+        raise InputError(f"--state {state}: {problem}")
     return BisectPlan(replace(target, machine=machine), chain, kernel, machine, out, state)
 
 

@@ -102,6 +102,21 @@ def test_bad_input_is_refused_in_one_line_before_any_gpu_work(history, tmp_path,
     assert not (tmp_path / "results").exists(), "nothing is written"
 
 
+def test_a_state_or_results_folder_that_cannot_be_written_is_refused_before_any_gpu_work(history, tmp_path, capsys,
+                                                                                         no_gpu):
+    # Found by trying to write there, before the first build: not after the first rounds, when saving them.
+    ends = [KERNEL, "--size", "4096", "--good", history.commits[0], "--bad", history.commits[-1], "--machine",
+            "gpu-box"]
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    one_line_refusal(capsys, bisect(history, tmp_path, *ends, "--state", str(a_file / "s.json")), 2,
+                     "is not a directory")
+    for command in ("bisect", "confirm"):
+        status = cli.main([command, "--repo", str(history.path), "--results", "/proc/sgemm-results", *ends])
+        one_line_refusal(capsys, status, 2, "/proc cannot be written")
+    assert not (tmp_path / "results").exists(), "nothing is written"
+
+
 def test_a_case_absent_at_the_bad_end_is_refused(make_history, tmp_path, capsys, no_gpu):
     history = make_history(3)
     history.commit("drop it", lambda repo: (repo / "sgemm" / "catalogue.toml").write_text(
