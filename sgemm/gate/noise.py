@@ -60,7 +60,8 @@ def round_files(work_dir: Path) -> list[Path]:
 def round_ratios(files: list[Path]) -> dict[str, list[float]]:
     """Each case's paired ratio in each of these round files, in their order. A last line cut off as its round was
     killed (no newline, not JSON) is left out, as the gate leaves it out: a gate cut short still teaches what it
-    measured. Any other line that is not JSON is a ValueError."""
+    measured. A case that failed has no ratio (or 0). Any other line that is not a JSON object, or a ratio that is
+    not a finite number above 0, is a ValueError naming its file and line."""
     ratios: dict[str, list[float]] = {}
     for path in files:
         content = path.read_text()
@@ -72,8 +73,14 @@ def round_ratios(files: list[Path]) -> dict[str, list[float]]:
                 if number == len(texts) and not content.endswith("\n"):
                     continue
                 raise
-            if line.get("ratio", 0) > 0:
-                ratios.setdefault(line["label"], []).append(line["ratio"])
+            if not isinstance(line, dict):
+                raise ValueError(f"{path}, line {number}: not a JSON object")
+            ratio = line.get("ratio", 0)
+            if ratio == 0:
+                continue
+            if not (isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio > 0):
+                raise ValueError(f"{path}, line {number}: a ratio of {ratio!r}, not a finite number above 0")
+            ratios.setdefault(line["label"], []).append(ratio)
     return ratios
 
 

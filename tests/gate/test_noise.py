@@ -161,6 +161,17 @@ def test_a_gate_cut_off_mid_line_teaches_its_complete_lines(tmp_path):
     assert (learned[label].sd, learned[label].df) == (pytest.approx(math.sqrt(2e-6)), 1)
 
 
+@pytest.mark.parametrize("line", ['[1, 2]', '{"label": "fp16/k 8192x8192x8192", "ratio": Infinity}',
+                                  '{"label": "fp16/k 8192x8192x8192", "ratio": -1.0}'])
+def test_rounds_that_are_not_ratios_are_refused_in_a_line_and_no_file_written(tmp_path, line):
+    write_paired_gate(tmp_path / "g", [{"fp16/k 8192x8192x8192": 1.0}, {"fp16/k 8192x8192x8192": 1.001}])
+    with open(tmp_path / "g" / "paired" / "rounds" / "round-2.jsonl", "a") as out:
+        out.write(line + "\n")
+    done = sgemm("--rounds", str(tmp_path / "g"), "--machine", "box", "--repo", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "round-2.jsonl, line" in done.stderr, done.stderr
+    assert not (tmp_path / "noise").exists()
+
+
 def test_gates_whose_rounds_were_timed_otherwise_are_not_pooled(tmp_path):
     label = "fp32/k 4096x4096x4096"
     write_paired_gate(tmp_path / "short", [{label: 1.0}, {label: 1.01}], {"max_s": 0.8, "target_half_width": 0.001})
