@@ -180,6 +180,13 @@ def cases_for(kernels: list[Kernel], sizes: list[int] | None, sweep_kernels: lis
     return cases
 
 
+def is_figure(value) -> bool:
+    """Whether a value of a run file is one asv and this suite write: none (a skip or a failure), NaN (no figure) or
+    a finite number; a string, a list or an infinity is a damaged file."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                             and not math.isinf(value))
+
+
 class RunReader:
     """One asv run (a machine at a commit in one environment): a case's figure by method."""
 
@@ -231,6 +238,10 @@ class RunReader:
         if name not in self.run.get_all_result_keys():
             return {}
         values = self.run.get_result_value(name, self.run.get_result_params(name))
+        for value in values:
+            if not is_figure(value):
+                raise ValueError(f"{name} of commit {self.commit[:8]} holds {value!r}, which is no figure: the run "
+                                 "file is damaged")
         return {SuiteCase(benchmark, combo): value for combo, value in zip(self._combinations(name), values)}
 
     def seconds_in(self, modules: tuple[str, ...]) -> float:

@@ -97,8 +97,11 @@ def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) 
     if not found:
         raise NoGemmResults(f"no Gemm results for machine {machine!r}" + (f" at commit {commit}" if commit else ""))
     run = found[-1]
-    clocks, powers = run.values(asvsuite.GEMM, asvsuite.SM_CLOCK), run.values(asvsuite.GEMM, asvsuite.POWER)
-    joules = run.values(asvsuite.GEMM, asvsuite.JOULES)
+    try:
+        clocks, powers = run.values(asvsuite.GEMM, asvsuite.SM_CLOCK), run.values(asvsuite.GEMM, asvsuite.POWER)
+        joules = run.values(asvsuite.GEMM, asvsuite.JOULES)
+    except ValueError as exc:
+        raise ReportError(f"cannot read the asv results in {machine_dir}: {exc}") from exc
     points = []
     for case, rate in run.values(asvsuite.GEMM, asvsuite.TFLOPS).items():
         if rate is None or math.isnan(rate):

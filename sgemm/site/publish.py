@@ -40,7 +40,7 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from ..catalogue import Kernel
-from ..results import resultstree
+from ..results import asvsuite, resultstree
 from ..results.asvconf import write_asv_config
 from ..writable import is_mount_point, said, write_problem
 from .crossgpu import report_across_gpus, unmeasured_size, write_no_gpu_page
@@ -118,8 +118,11 @@ def measured_benchmarks(results_dir: Path) -> set[str]:
         except UserError:
             continue
         for name in results.get_all_result_keys():
-            if name not in found and any(value is not None and not math.isnan(value)
-                                         for value in results.get_result_value(name, results.get_result_params(name))):
+            values = results.get_result_value(name, results.get_result_params(name))
+            if damaged := next((value for value in values if not asvsuite.is_figure(value)), None):
+                raise PublishError(f"{results_dir / path}: {name} holds {damaged!r}, which is no figure: the run "
+                                   "file is damaged (nothing was published)")
+            if name not in found and any(value is not None and not math.isnan(value) for value in values):
                 found.add(name)
     return found
 

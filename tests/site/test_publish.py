@@ -272,6 +272,31 @@ def test_sgemm_publish_of_a_directory_that_is_no_results_tree_exits_2_with_one_l
     assert not (tmp_path / "site").exists()
 
 
+def damaged_copy(results: Path, into: Path, machine: str, value) -> Path:
+    """A copy of the tree whose machine's first run holds `value` where its first TFLOP/s figure was."""
+    shutil.copytree(results, into)
+    run = next(path for path in sorted((into / machine).glob("*.json")) if path.name != "machine.json")
+    content = json.loads(run.read_text())
+    figures = content["results"]["bench_gemm.Gemm.track_tflops"][0]
+    figures[next(i for i, figure in enumerate(figures) if figure is not None)] = value
+    run.write_text(json.dumps(content))
+    return into
+
+
+@pytest.mark.parametrize("value", ["fast", float("inf")])
+@pytest.mark.parametrize("command", ["publish", "report"])
+def test_a_run_file_with_a_figure_that_is_no_number_is_refused_in_one_line(two_gpu_results, tmp_path, value,
+                                                                          command):
+    damaged = damaged_copy(two_gpu_results.results, tmp_path / "results", "nvidia-h200", value)
+    where = (["--html", str(tmp_path / "site"), "--repo", str(two_gpu_results.repo)] if command == "publish"
+             else ["--machine", "nvidia-h200", "--out", str(tmp_path / "report")])
+    done = sgemm(command, "--results", str(damaged), *where, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "which is no figure: the run file is damaged" in done.stderr
+    assert not (tmp_path / "site").exists() and not (tmp_path / "report").exists()
+
+
 def test_sgemm_publish_with_a_repo_that_is_no_asv_project_exits_2_with_one_line(two_gpu_results, tmp_path):
     done = sgemm("publish", "--results", str(two_gpu_results.results), "--html", str(tmp_path / "site"), "--repo",
                  str(tmp_path), cwd=tmp_path)
