@@ -119,8 +119,8 @@ def measured_benchmarks(results_dir: Path) -> set[str]:
             continue
         for name in results.get_all_result_keys():
             values = results.get_result_value(name, results.get_result_params(name))
-            if damaged := next((value for value in values if not asvsuite.is_figure(value)), None):
-                raise PublishError(f"{results_dir / path}: {name} holds {damaged!r}, which is no figure: the run "
+            if damaged := [value for value in values if not asvsuite.is_figure(value)]:
+                raise PublishError(f"{results_dir / path}: {name} holds {damaged[0]!r}, which is no figure: the run "
                                    "file is damaged (nothing was published)")
             if name not in found and any(value is not None and not math.isnan(value) for value in values):
                 found.add(name)

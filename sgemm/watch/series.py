@@ -184,36 +184,47 @@ def read_history(results_dir: Path, machine: str, commits: list[str], kernels: d
     figures: dict[tuple[SuiteCase, str], dict[str, SeriesPoint]] = {}
     environments = {}
     for commit in measured:
+        try:
+            _read_commit(by_commit[commit], commit, position[commit], names, newest_reference, figures)
+        except ValueError as exc:  # a figure that is no number (asvsuite.RunReader.values)
+            raise WatchError(f"{results_dir / machine}: {exc}; move the run file aside or restore it, nothing was "
+                             "written") from exc
         run = by_commit[commit]
         environments[commit] = Environment(_finite(run.scalar(asvsuite.DRIVER_VERSION)),
                                            _finite(run.scalar(asvsuite.CUDA_DRIVER_VERSION)),
                                            _finite(run.scalar(asvsuite.CUBLAS_VERSION)))
-        for benchmark in (asvsuite.GEMM, asvsuite.SHAPES):
-            clocks = run.values(benchmark, asvsuite.ROUND_SM_CLOCK)
-            powers = run.values(benchmark, asvsuite.POWER)
-            cards = run.values(benchmark, asvsuite.CARD)
-            tracks = [asvsuite.ROUND_TIME]
-            if run.run.benchmark_version.get(f"{asvsuite.MODULE}.{benchmark}.{WATCHED_TRACK}") \
-                    == newest_reference.get(benchmark):
-                tracks.insert(0, WATCHED_TRACK)
-            for track in tracks:
-                for case, value in run.values(benchmark, track).items():
-                    if (value := _finite(value)) is None or value <= 0:
-                        continue
-                    card = _finite(cards.get(case))
-                    point = SeriesPoint(commit, position[commit], value, _finite(clocks.get(case)),
-                                  _finite(powers.get(case)), int(card) if card is not None else None)
-                    # A commit holding both a kernel's old and new name: the new name's figure stands.
-                    current = _renamed(case, names)
-                    kept = figures.setdefault((current, track), {})
-                    if commit not in kept or case == current:
-                        kept[commit] = point
     series = []
     for (case, track), points in sorted(figures.items()):
         if track == asvsuite.ROUND_TIME and (case, WATCHED_TRACK) in figures:
             continue  # the ratio is recorded for this case: its series follows that
         series.append(Series(case, track, sorted(points.values(), key=lambda point: point.position)))
     return History(machine, str(facets.get("gpu") or machine), commits, measured, series, environments, off_branch)
+
+
+def _read_commit(run: asvsuite.RunReader, commit: str, position: int, names: dict[str, str],
+                 newest_reference: dict[str, str],
+                 figures: dict[tuple[SuiteCase, str], dict[str, SeriesPoint]]) -> None:
+    """Adds one commit's figures of every watched track to `figures`; ValueError for a damaged run file."""
+    for benchmark in (asvsuite.GEMM, asvsuite.SHAPES):
+        clocks = run.values(benchmark, asvsuite.ROUND_SM_CLOCK)
+        powers = run.values(benchmark, asvsuite.POWER)
+        cards = run.values(benchmark, asvsuite.CARD)
+        tracks = [asvsuite.ROUND_TIME]
+        if run.run.benchmark_version.get(f"{asvsuite.MODULE}.{benchmark}.{WATCHED_TRACK}") \
+                == newest_reference.get(benchmark):
+            tracks.insert(0, WATCHED_TRACK)
+        for track in tracks:
+            for case, value in run.values(benchmark, track).items():
+                if (value := _finite(value)) is None or value <= 0:
+                    continue
+                card = _finite(cards.get(case))
+                point = SeriesPoint(commit, position, value, _finite(clocks.get(case)),
+                                    _finite(powers.get(case)), int(card) if card is not None else None)
+                # A commit holding both a kernel's old and new name: the new name's figure stands.
+                current = _renamed(case, names)
+                kept = figures.setdefault((current, track), {})
+                if commit not in kept or case == current:
+                    kept[commit] = point
 
 
 def _newest_reference_version(by_commit: dict[str, asvsuite.RunReader], measured: list[str]) -> dict[str, str]:

@@ -3,6 +3,7 @@ commits in branch order; a renamed kernel's history continued; a moved reference
 file refused by name; the versions each run recorded."""
 
 import dataclasses
+import json
 
 import pytest
 from history_tree import MACHINE, Case, make_branch, write_history
@@ -75,6 +76,20 @@ def test_a_corrupt_run_file_is_refused_by_name(tmp_path, branch):
     with pytest.raises(WatchError, match=broken.name):
         read_history(tmp_path / "results", MACHINE, commits, KERNELS)
     assert broken.read_text() == "{not json"  # left as it was
+
+
+@pytest.mark.parametrize("value", ["fast", float("inf")])
+def test_a_run_file_holding_a_figure_that_is_no_number_is_refused(tmp_path, branch, value):
+    # An infinite ratio would be a step of its own; a string, a traceback.
+    _, commits = branch
+    write_history(tmp_path / "results", commits, [Case("fp32/warptile", 4096, [1.0] * 8)])
+    damaged = sorted((tmp_path / "results" / MACHINE).glob("*-existing-py.json"))[3]
+    content = json.loads(damaged.read_text())
+    figures = content["results"][f"{asvsuite.MODULE}.{asvsuite.GEMM}.{WATCHED_TRACK}"][0]
+    figures[next(i for i, figure in enumerate(figures) if figure is not None)] = value
+    damaged.write_text(json.dumps(content))
+    with pytest.raises(WatchError, match="which is no figure: the run file is damaged"):
+        read_history(tmp_path / "results", MACHINE, commits, KERNELS)
 
 
 def test_no_branch_is_a_clear_error(tmp_path, branch):
