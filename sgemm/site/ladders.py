@@ -94,6 +94,9 @@ def points_from_asv(results_dir: Path, machine: str, commit: str | None = None) 
         raise ReportError(f"cannot read the asv results in {machine_dir}: {exc}") from exc
     if commit:
         found = [r for r in found if r.commit.startswith(commit)]
+        if len(matched := sorted({r.commit for r in found})) > 1:
+            raise ReportError(f"--commit {commit} matches {len(matched)} measured commits ("
+                              + ", ".join(hash_[:12] for hash_ in matched) + "): give more of it")
     if not found:
         raise NoGemmResults(f"no Gemm results for machine {machine!r}" + (f" at commit {commit}" if commit else ""))
     run = found[-1]

@@ -4,11 +4,13 @@ import json
 import math
 
 import pytest
+from conftest import write_asv_run
 
 from sgemm.catalogue import load_catalogue, seeds
 from sgemm.gpu import Gpu
 from sgemm.measuring import record
 from sgemm.measuring.record import CaseResult
+from sgemm.results import asvsuite
 from sgemm.site import ladders
 from sgemm.site.ladders import (GENERATED_NOTE, SM_CLOCK_NOTE, Point, ReportError, header_lines, ladder, ladder_figure,
                                 ladder_sizes, markdown_table, measured_points, plot_ladder, points_from_asv,
@@ -85,6 +87,16 @@ def test_a_missing_machine_or_commit_is_a_clear_error(asv_run_suite, tmp_path):
     repo = asv_run_suite("bench_gemm", GEMM_SUITE)
     with pytest.raises(ReportError, match="no Gemm results for machine 'synthetic' at commit ffff"):
         points_from_asv(repo / "results", "synthetic", commit="ffff")
+
+
+def test_a_commit_prefix_that_matches_two_measured_commits_is_refused_not_read_as_the_newest(tmp_path):
+    figures = {(asvsuite.GEMM, asvsuite.TFLOPS): {("naive", 1024, "fp32"): [5.0]}}
+    for commit, date_ms in (("ab1" + "0" * 37, 1_000), ("ab2" + "0" * 37, 2_000)):
+        write_asv_run(tmp_path, "box", commit, date_ms, figures)
+    with pytest.raises(ReportError, match="--commit ab matches 2 measured commits .*ab1000000000, ab2000000000.*"
+                                          "give more of it"):
+        points_from_asv(tmp_path, "box", commit="ab")
+    assert points_from_asv(tmp_path, "box", commit="ab1")[1].startswith("ab1")
 
 
 def test_the_report_holds_every_seed_table_and_a_plot_per_ladder(tmp_path):
