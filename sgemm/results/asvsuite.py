@@ -187,6 +187,13 @@ def is_figure(value) -> bool:
                              and not math.isinf(value))
 
 
+def checked_figures(values: list, what: str) -> list:
+    """`values` as they are; ValueError naming `what` and the first of them that is no figure (is_figure)."""
+    if damaged := [value for value in values if not is_figure(value)]:
+        raise ValueError(f"{what} holds {damaged[0]!r}, which is no figure: the run file is damaged")
+    return values
+
+
 class RunReader:
     """One asv run (a machine at a commit in one environment): a case's figure by method."""
 
@@ -237,11 +244,8 @@ class RunReader:
         name = f"{MODULE}.{benchmark}.{method}"
         if name not in self.run.get_all_result_keys():
             return {}
-        values = self.run.get_result_value(name, self.run.get_result_params(name))
-        for value in values:
-            if not is_figure(value):
-                raise ValueError(f"{name} of commit {self.commit[:8]} holds {value!r}, which is no figure: the run "
-                                 "file is damaged")
+        values = checked_figures(self.run.get_result_value(name, self.run.get_result_params(name)),
+                                 f"{name} of commit {self.commit[:8]}")
         return {SuiteCase(benchmark, combo): value for combo, value in zip(self._combinations(name), values)}
 
     def seconds_in(self, modules: tuple[str, ...]) -> float:

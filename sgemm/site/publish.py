@@ -118,10 +118,11 @@ def measured_benchmarks(results_dir: Path) -> set[str]:
         except UserError:
             continue
         for name in results.get_all_result_keys():
-            values = results.get_result_value(name, results.get_result_params(name))
-            if damaged := [value for value in values if not asvsuite.is_figure(value)]:
-                raise PublishError(f"{results_dir / path}: {name} holds {damaged[0]!r}, which is no figure: the run "
-                                   "file is damaged (nothing was published)")
+            try:
+                values = asvsuite.checked_figures(results.get_result_value(name, results.get_result_params(name)),
+                                                  f"{results_dir / path}: {name}")
+            except ValueError as exc:
+                raise PublishError(f"{exc} (nothing was published)") from None
             if name not in found and any(value is not None and not math.isnan(value) for value in values):
                 found.add(name)
     return found

@@ -178,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
 
     def keep(summary: dict | None = None) -> None:
-        """--json: every finished process's figures (so that a later failure loses none), and the summary."""
+        """--json: every finished process's figures, written as each ends (so that a later failure loses none),
+        and at the end the summary."""
         if args.json:
             with open(args.json, "w") as out:
                 json.dump({"size": args.size, "seconds": args.seconds, "processes": runs,
@@ -192,18 +193,15 @@ def main(argv: list[str] | None = None) -> int:
                                   timeout=per_process_s)
         except subprocess.TimeoutExpired:
             print(f"sustained: process {index + 1} ran past {per_process_s:g} s and was ended", file=sys.stderr)
-            keep()
             return 1
         if done.returncode:
             print(f"sustained: process {index + 1} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}",
                   file=sys.stderr)
-            keep()
             return 1
         try:
             runs.append(json.loads((done.stdout.strip().splitlines() or [""])[-1]))
         except json.JSONDecodeError:
             print(f"sustained: process {index + 1} ended without its figures", file=sys.stderr)
-            keep()
             return 1
         keep()
         print(f"process {index + 1} ({'kernels, then cuBLAS' if reverse else 'cuBLAS, then kernels'}): " + "; ".join(
