@@ -47,10 +47,10 @@
 //   <T, 4, 2, 0>, persistent grid         2-block clusters, B multicast              wgmma_cluster
 //   <T, 4, 2, kGroupedOrder | kTmaStore>, persistent grid                             wgmma_grouped_tma_store
 //   <T, 5, 2, kGroupedOrder | kTmaStore | kPingPong>, persistent grid; BM 64         wgmma_pingpong
+//   <T, 4, 2, kGroupedOrder | kTmaStore | kDescriptorOffsets>, persistent grid        wgmma_lean_loop
 // Tried in lab/, not in the catalogue (their records say why):
 //   <T, 4, 2, kGroupedOrder | kTmaStore, 2>, persistent grid; 2 x 2 clusters         wgmma_cluster_2x2
 //   <T, 4, 2, kGroupedOrder | kTmaStore | kStreamK>, persistent grid                  wgmma_stream_k
-//   <T, 4, 2, kGroupedOrder | kTmaStore | kDescriptorOffsets>, persistent grid        wgmma_lean_loop
 // (CLUSTER_N comes last, 1 unless given, so that the entries written before it still name their kernels.)
 // Every instantiation takes the descriptor of C; only kTmaStore reads it. The launch takes threads, tile, cluster
 // (CLUSTER_M, CLUSTER_N, 1), shared memory and TMA boxes from gemm_wgmma_specialized_geometry; a persistent grid is

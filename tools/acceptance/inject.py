@@ -33,12 +33,13 @@ class Place:
 
 
 # Each tile of the Hopper specialized kernels, before its TMA stores: only the TMA-store epilogue of the
-# warpgroups that share their tiles (fp16/ and bf16/wgmma_grouped_tma_store) takes this branch, so the file's other
-# kernels, wgmma_pingpong's included, compile to the programs they were.
+# warpgroups that share their tiles and rebuild their wgmma descriptors each K step (fp16/ and
+# bf16/wgmma_grouped_tma_store) takes this branch, so the file's other kernels, wgmma_pingpong's and
+# wgmma_lean_loop's included, compile to the programs they were.
 TMA_STORE_EPILOGUE = Place(
     "kernels/wgmma_specialized.cu",
     "                float* buffers = reinterpret_cast<float*>(shared + STAGES * L::kStageBytes) +\n",
-    only="!L::kTakesTurns")
+    only="!L::kTakesTurns && (FEATURES & kDescriptorOffsets) == 0")
 # Each thread of fp32/naive's 32 x 32 instantiation, before its K loop; the file's other kernels are unchanged.
 NAIVE_BEFORE_K_LOOP = Place("kernels/fp32_naive.cu", "    for (int k = 0; k < K; ++k) {\n", only="BLOCK_X == 32")
 # Each block of fp32/warptile, before it starts: a spin in proportion to K costs the same share of the block's time
