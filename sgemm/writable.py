@@ -21,6 +21,13 @@ def nearest_existing(path: Path) -> Path:
     return next(place for place in (path, *path.parents) if os.path.lexists(place))
 
 
+def not_a_folder(path: Path) -> str:
+    """What `path`, where a folder was wanted and none is, is instead: a file, something else, or nothing."""
+    if Path(path).is_file():
+        return "is a file"
+    return "is not a directory" if os.path.lexists(path) else "does not exist"
+
+
 def said(exc: OSError, place: Path | str) -> str:
     """`exc`, met writing in or at `place`, in words: the cause and the place (never a temporary file's name)."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):

@@ -20,12 +20,12 @@ from ..results.machine import check_machine_name, machine_name, required_identit
 from ..rounds.evidence import Noise
 from ..rounds.session import PAIRED_THRESHOLD, ROUND_SETTINGS
 from ..words import counted
-from ..writable import file_problem, folder_problem
+from ..writable import file_problem, folder_problem, not_a_folder
 from .commits import Chain, RangeError, check_ends, first_parent_chain
 from .compare import CompareSchedule, PairedBuilds, Unmeasurable
 from .confirm import already_decided, confirm
 from .search import DEFAULT_SCHEDULE, BisectError, Limits, RoundSource, State, query_of, run_bisect
-from .targets import NOTICE_ID, Target, TargetError, candidates, from_notice, identifier
+from .targets import NOTICE_ID, Target, TargetError, candidates, from_notice, identifier, notices_in
 
 DEFAULT_LIMITS = Limits()
 # make_source(repo, good, kernel entry, size, device): rounds of that case over the good end on this box's GPU.
@@ -105,7 +105,8 @@ def _results_folder(results: Path, machine: str) -> Path:
     if results.exists() and not results.is_dir():
         raise InputError(f"--results {results} is not a directory")
     if not results.resolve().parent.is_dir():
-        raise InputError(f"--results {results}: the folder {results.resolve().parent} does not exist")
+        parent = results.resolve().parent
+        raise InputError(f"--results {results}: the folder {parent} {not_a_folder(parent)}")
     if problem := folder_problem(results / machine):
         raise InputError(f"--results {results}: {problem}")
     return results / machine
@@ -237,8 +238,9 @@ def confirm_all(request: ConfirmRequest, make_source: SourceMaker | None = None,
     if ask.notices is not None:
         if any(value is not None for value in (ask.case, ask.size, ask.good, ask.bad)):
             raise InputError("give --notices alone, or CASE --size --good --bad")
-        machine = _machine(request.machine, None, request.device)
         try:
+            notices_in(ask.notices)  # the file's own problems are said before the GPU is asked to name the machine
+            machine = _machine(request.machine, None, request.device)
             asked = candidates(ask.notices, machine)
         except TargetError as exc:
             raise InputError(str(exc)) from None

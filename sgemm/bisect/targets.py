@@ -114,10 +114,18 @@ def from_notice(path: Path, notice_id: str, case: str | None = None, size: int |
     raise TargetError(f"--notices {path}: no notice with id {notice_id!r}")
 
 
+def notices_in(path: Path) -> list[dict]:
+    """The file's notices; TargetError naming the first that is no object with a state, which would otherwise be
+    passed by as "not a candidate" and the file's damage read as "nothing to confirm"."""
+    notices = _notices(path)
+    for number, notice in enumerate(notices, 1):
+        if not isinstance(notice, dict) or not isinstance(notice.get("state"), str):
+            raise TargetError(f"--notices {path}: notice {number} is not a notice (an object with a state)")
+    return notices
+
+
 def candidates(path: Path, machine: str) -> list[Target]:
     """Every case of the machine's notices that are still candidates (a step not yet confirmed)."""
-    found = []
-    for number, notice in enumerate(_notices(path), 1):
-        if isinstance(notice, dict) and notice.get("state") == CANDIDATE and notice.get("machine") == machine:
-            found += _targets(notice, path, number)
-    return found
+    return [target for number, notice in enumerate(notices_in(path), 1)
+            if notice["state"] == CANDIDATE and notice.get("machine") == machine
+            for target in _targets(notice, path, number)]

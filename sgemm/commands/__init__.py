@@ -28,13 +28,13 @@ def print_table(header: list[str], rows: list[list[str]], width: int | None = No
 def writable_file_problem(option: str, text: str) -> str | None:
     """Why a file asked for with `option` cannot be written, found before the work that would fill it: by trying
     (sgemm.writable), since a read-only mount or /proc passes every look at the folder."""
-    from ..writable import file_problem
+    from ..writable import file_problem, not_a_folder
 
     path = Path(text).expanduser()
     if path.is_dir():
         return f"{option} {text} is a directory: name a file"
     if not path.resolve().parent.is_dir():
-        return f"{option} {text}: the folder {path.resolve().parent} does not exist"
+        return f"{option} {text}: the folder {path.resolve().parent} {not_a_folder(path.resolve().parent)}"
     if problem := file_problem(path.resolve()):
         return f"{option} {text}: {problem}"
     return None

@@ -71,6 +71,23 @@ def finite(text: str) -> float:
     return value
 
 
+def finite_above(lowest: float, what: str):
+    def parse(text: str) -> float:
+        value = finite(text)
+        if value <= lowest:
+            raise argparse.ArgumentTypeError(f"{what} must be above {lowest:g}, got {text!r}")
+        return value
+
+    return parse
+
+
+def commit_prefix(text: str) -> str:
+    """A commit's hash or its first hex digits, in lower case; an empty word would match every commit."""
+    if not text or any(c not in "0123456789abcdef" for c in text.lower()):
+        raise argparse.ArgumentTypeError(f"expected a commit hash or its first hex digits, got {text!r}")
+    return text.lower()
+
+
 def machine_name(text: str) -> str:
     from ..results.machine import check_machine_name
 
@@ -110,5 +127,5 @@ def percent(text: str) -> float:
     except ValueError:
         value = -1.0
     if not 0 <= value < 100:
-        raise argparse.ArgumentTypeError(f"expected a percentage between 0 and 100, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a percentage of at least 0 and below 100, got {text!r}")
     return value / 100

@@ -4,6 +4,7 @@ each commit timed paired against the good end in one process (sgemm.bisect.reque
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -20,17 +21,13 @@ EXIT_NO_ANSWER = EXIT_BAD_INPUT
 
 
 def _confidence(text: str) -> float:
-    value = types.percent(text)
-    if not 0.5 <= value < 1:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 50 <= value < 100:  # NaN too
         raise argparse.ArgumentTypeError(f"a confidence is a percentage from 50 to below 100, got {text!r}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    value = types.finite(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"seconds must be above 0, got {text!r}")
-    return value
+    return value / 100
 
 
 def _ends(command) -> None:
@@ -51,7 +48,8 @@ def _ends(command) -> None:
     command.add_argument("--max-rounds", type=types.rounds, default=DEFAULT_MAX_ROUNDS,
                          help=f"rounds a commit at most, each one process (default {DEFAULT_MAX_ROUNDS}, at least "
                          f"{MIN_ROUNDS})")
-    command.add_argument("--budget-s", type=_seconds, help="wall time allowed, in seconds; UNKNOWN when it runs out")
+    command.add_argument("--budget-s", type=types.finite_above(0, "seconds"),
+                         help="wall time allowed, in seconds; UNKNOWN when it runs out")
 
 
 def add_bisect(add) -> None:

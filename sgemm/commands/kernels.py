@@ -94,10 +94,20 @@ def cmd_list(args) -> int:
     return 0
 
 
+def refused_everywhere(kernels: list[catalogue.Kernel], shapes) -> str | None:
+    """Where every selected kernel's entry refuses every shape asked for (what the catalogue admits, known with no
+    GPU), the first reason, to be said before CUDA starts; else None, and each refusal is a skip in the table."""
+    reasons = [kernel.shape_problem(*shape) for kernel in kernels for shape in shapes]
+    return reasons[0] if reasons and all(reasons) else None
+
+
 def cmd_check(args) -> int:
     from ..measuring.verify import VerificationError
 
     kernels = catalogue.select(args.kernel)  # an unknown kernel is bad input, said before CUDA is touched
+    if args.shape and (reason := refused_everywhere(kernels, args.shape)):
+        print(f"sgemm check: no selected kernel takes a shape asked for: {reason}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     shapes = args.shape or [types.parse_shape(s) for s in DEFAULT_CHECK_SHAPES]
     runnable, skipped = select_cases(kernels, shapes, device_info(args.device))  # no CuPy or no GPU: said in a line
 
@@ -125,6 +135,9 @@ def cmd_bench(args) -> int:
 
     kernels = catalogue.select(args.kernel)  # an unknown kernel is bad input, said before CUDA is touched
     shapes = args.shape or [(s, s, s) for s in args.size or ()]
+    if shapes and (reason := refused_everywhere(kernels, shapes)):
+        print(f"sgemm bench: no selected kernel takes a shape asked for: {reason}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if args.json and (problem := writable_file_problem("--json", args.json)):
         print(f"sgemm bench: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -21,7 +21,8 @@ def add_report(add) -> None:
                         help="asv results directory to read (default: measure now on this GPU)")
     report.add_argument("--machine", type=types.machine_name, help="asv machine name under --results (default: "
                         "this box's)")
-    report.add_argument("--commit", help="commit hash or prefix (default: the newest run of the machine)")
+    report.add_argument("--commit", type=types.commit_prefix,
+                        help="commit hash or prefix (default: the newest run of the machine)")
     report.add_argument("--seed", action="append", help="seed number or name, e.g. 001 or hopper (repeatable; "
                         "default: every seed)")
     report.add_argument("--size", type=types.size, action="append", help="square size to measure (repeatable; "

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..atomic import write_atomically
 from ..gpu import Gpu
 from ..measuring.telemetry import TelemetryUnavailable, driver_present, gpu_identity
+from ..writable import not_a_folder
 
 ASV_MACHINE_FILE = Path("~/.asv-machine.json").expanduser()
 ASV_MACHINE_VERSION = 1
@@ -107,7 +108,7 @@ def machines_in(path: Path) -> dict:
     if path.is_dir():
         raise MachineFileError(f"{path} is a directory: name the machine file itself; nothing was written")
     if not path.parent.is_dir():
-        raise MachineFileError(f"{path}: the folder {path.parent} does not exist; nothing was written")
+        raise MachineFileError(f"{path}: the folder {path.parent} {not_a_folder(path.parent)}; nothing was written")
     if not path.exists():
         return {}
     try:
@@ -116,6 +117,11 @@ def machines_in(path: Path) -> dict:
         raise MachineFileError(f"{path} is not valid JSON ({exc}); fix or move it, nothing was written") from exc
     if not isinstance(machines, dict):
         raise MachineFileError(f"{path} does not hold a JSON object; fix or move it, nothing was written")
+    # Another format's file (a newer asv's) or another program's JSON would be rewritten as version 1 and lost.
+    if machines and (machines.get("version") != ASV_MACHINE_VERSION
+                     or not all(isinstance(entry, dict) for key, entry in machines.items() if key != "version")):
+        raise MachineFileError(f"{path} is not asv's machine file of version {ASV_MACHINE_VERSION} (its version: "
+                               f"{machines.get('version')!r}, or an entry that is no object); nothing was written")
     return machines
 
 

@@ -19,6 +19,7 @@ from ..gpu import Gpu
 from ..results import asvsuite
 from ..results.resultstree import MACHINE_FILE, machines
 from ..style import palette
+from ..writable import not_a_folder
 
 POWER_NOTE = ("Board power: NVML's reading of the whole board's power draw, averaged over the readings taken between "
               "the timed launches of the case.")
@@ -54,7 +55,8 @@ def check_out(out_dir: Path, shown: str) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise ReportError(f"--out {shown} is a file: name a directory")
     if not out_dir.exists() and not out_dir.parent.is_dir():
-        raise ReportError(f"--out {shown}: the folder it would be made in, {out_dir.parent}, does not exist")
+        raise ReportError(f"--out {shown}: the folder it would be made in, {out_dir.parent}, "
+                          f"{not_a_folder(out_dir.parent)}")
     if (out_dir / "README.md").exists() and not (out_dir / "points.json").is_file():
         raise ReportError(f"--out {shown} holds a README.md that no report wrote (no points.json beside it): name a "
                           "new folder, or one a report made")

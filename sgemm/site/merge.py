@@ -46,8 +46,9 @@ from pathlib import Path
 
 from ..atomic import write_all_or_none
 from ..results import confirmations
+from ..results.asvsuite import checked_figures
 from ..results.resultstree import BISECT_FOLDER, MACHINE_FILE, is_run_file
-from ..writable import folder_problem, said
+from ..writable import folder_problem, not_a_folder, said
 
 BENCHMARKS_FILE = "benchmarks.json"
 LOCK_SUFFIX = ".sgemm-lock"
@@ -179,6 +180,13 @@ def _read_run_file(path: Path, machine: str, problems: list[str] | None, lands: 
         if problems is not None:
             problems.append(f"{path}: not an asv results file of machine {machine!r} ({exc})")
         return None
+    if problems is not None:
+        try:  # a figure that is no number would pass here and stop every publish of the merged tree
+            for name in run.get_all_result_keys():
+                checked_figures(run.get_result_value(name, run.get_result_params(name)), f"{path}: {name}")
+        except ValueError as exc:
+            problems.append(str(exc))
+            return None
     ran_at = {name: int(run.started_at.get(name) or run.date or 0) for name in run.benchmark_version}
     return RunVersions(lands, {k: v for k, v in run.benchmark_version.items() if v is not None}, ran_at)
 
@@ -195,7 +203,8 @@ def _check_places(sources: list[Path], dest: Path, problems: list[str]) -> None:
     if dest.exists() and not dest.is_dir():
         problems.append(f"--into {dest}: not a directory")
     elif not dest.resolve().parent.is_dir():
-        problems.append(f"--into {dest}: the folder it would be made in, {dest.resolve().parent}, does not exist")
+        problems.append(f"--into {dest}: the folder it would be made in, {dest.resolve().parent}, "
+                        f"{not_a_folder(dest.resolve().parent)}")
     elif problem := folder_problem(dest):
         problems.append(f"--into {dest}: {problem}")
     elif (dest / MACHINE_FILE).is_file():

@@ -42,7 +42,7 @@ from typing import Protocol
 from ..catalogue import Kernel
 from ..results import asvsuite, resultstree
 from ..results.asvconf import write_asv_config
-from ..writable import is_mount_point, said, write_problem
+from ..writable import is_mount_point, not_a_folder, said, write_problem
 from .crossgpu import report_across_gpus, unmeasured_size, write_no_gpu_page
 from .ladders import ReportError
 from .merge import LockError, locked
@@ -211,7 +211,8 @@ def check_places(repo: Path, results_dir: Path, html_dir: Path, npm_cache: Path 
     if html.exists() and not html.is_dir():
         raise PublishError(f"--html {html_dir}: not a directory")
     if not html.parent.is_dir():
-        raise PublishError(f"--html {html_dir}: the folder it would be made in, {html.parent}, does not exist")
+        raise PublishError(f"--html {html_dir}: the folder it would be made in, {html.parent}, "
+                           f"{not_a_folder(html.parent)}")
     # The site is built in a folder beside the HTML directory, then put in its place by renames.
     if problem := write_problem(html.parent):
         raise PublishError(f"--html {html_dir}: {problem}")

@@ -66,6 +66,12 @@ def test_candidates_are_those_of_the_machine_still_candidates(tmp_path):
     assert [(t.id, t.case) for t in candidates(path, "m")] == [("n1", "fp16/x"), ("n1", "bf16/x")]
 
 
+@pytest.mark.parametrize("notices", [[notice(), 7], [notice(), {k: v for k, v in notice().items() if k != "state"}]])
+def test_a_notice_of_no_known_shape_stops_the_candidates_rather_than_being_passed_by(tmp_path, notices):
+    with pytest.raises(TargetError, match="notice 2 is not a notice"):
+        candidates(write(tmp_path, notices), "m")
+
+
 @pytest.mark.parametrize("bad, message", [
     ({"id": "../up"}, "id '../up' is not an id"),
     ({"machine": ""}, "machine '' is not a machine name"),

@@ -38,6 +38,16 @@ def test_a_corrupt_machine_file_is_left_alone(tmp_path):
     assert path.read_text() == "{not json"
 
 
+@pytest.mark.parametrize("content", [{"version": 2, "box": {"machine": "box"}}, {"box": {"machine": "box"}},
+                                     {"version": 1, "theme": "dark"}])
+def test_a_machine_file_of_another_format_is_left_alone(tmp_path, content):
+    path = tmp_path / "asv-machine.json"
+    path.write_text(json.dumps(content))
+    with pytest.raises(machine.MachineFileError, match="is not asv's machine file of version 1 .* nothing was written"):
+        machine.write_machine_file(machine.machine_entry(H100, "h100"), path)
+    assert json.loads(path.read_text()) == content
+
+
 def test_without_nvml_the_identity_falls_back_with_a_warning(monkeypatch):
     def no_nvml(device):
         raise TelemetryUnavailable("NVML is not available: no library")

@@ -78,8 +78,18 @@ def test_merging_into_a_tree_keeps_what_was_there(two_boxes, tmp_path):
     assert any(name.startswith("nvidia-h200/") for name in after)
 
 
+def with_figure(run: Path, value) -> None:
+    """The run file with its first figure replaced by `value`, as a damaged file holds it."""
+    content = json.loads(run.read_text())
+    figures = content["results"]["bench_gemm.Gemm.track_tflops"][0]
+    figures[next(i for i, figure in enumerate(figures) if figure is not None)] = value
+    run.write_text(json.dumps(content))
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda run: run.write_text("{not json"), "Error parsing JSON"),
+    (lambda run: with_figure(run, "fast"), "holds 'fast', which is no figure: the run file is damaged"),
+    (lambda run: with_figure(run, float("inf")), "holds inf, which is no figure: the run file is damaged"),
     (lambda run: run.with_name("machine.json").write_text("[1, 2]"), "machine.json: not a JSON object"),
     (lambda run: run.write_text(json.dumps({"version": 2, "results": {}})), "not an asv results file"),
     (lambda run: run.with_name("notes.txt").write_text("hello"), "not part of an asv results tree"),
