@@ -13,7 +13,6 @@ graphs. --online lets Chromium reach any host.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import http.server
@@ -24,6 +23,8 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+
+from tools.parser import ToolParser
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 # Every host name resolves to nothing, except the loopback addresses (Chromium resolves "localhost" itself).
@@ -110,7 +111,7 @@ def render(url: str, screenshot: str | os.PathLike | None = None, *, width: int 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ToolParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("page", help="a URL, or the folder asv publish wrote (optionally followed by #fragment)")
     parser.add_argument("out", type=Path, help="the PNG to write")
     parser.add_argument("--width", type=int, default=1280)

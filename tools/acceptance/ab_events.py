@@ -39,6 +39,7 @@ from statistics import median, stdev
 
 from sgemm.commands.args import finite, integer_at_least
 from sgemm.rounds.evidence import Effect
+from tools.parser import ToolParser
 
 WARMUP_S = 1.0
 QUEUED = 10
@@ -47,7 +48,7 @@ MAX_IDLE_US = 1e6  # a wait past a second is no stand-in for a flush: the card w
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ToolParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("tree_a", type=Path)
     parser.add_argument("tree_b", type=Path)
     parser.add_argument("kernel")

@@ -7,7 +7,8 @@ base (good) to its tip (bad), on this box's GPU, and the check: the first bad co
     python -m tools.acceptance.bisect_demo OUT [--commits 16] [--slow-at 11] [--percent 1] [--size 8192]
                                                [--budget-s 480] [--max-rounds 6] [--dry-run]  (from the repository root)
 
-OUT receives the bisect's result (OUT/results/<machine>/bisect/<id>.json), its state and its log (OUT/bisect.log).
+OUT receives the clone (OUT/clone-*/clone), the bisect's result (OUT/results/<machine>/bisect/<id>.json), its state
+and its log (OUT/bisect.log).
 Prints the branch, the bisect's verdict, the builds it made and its wall time. --dry-run makes the branch and prints
 the command without running it (no GPU needed).
 
@@ -17,7 +18,6 @@ not start.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -25,8 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from sgemm.commands import args as types
+from sgemm.writable import folder_problem
 from tools.acceptance import scenarios
 from tools.acceptance.scenarios import HOPPER_PAIR, HOPPER_SOURCE, ROOT, DemoError, Scenario, Slowdown, git
+from tools.parser import ToolParser
 
 KERNEL = HOPPER_PAIR[0]
 
@@ -42,22 +45,28 @@ def build_branch(clone: Path, commits: int, slow_at: int, percent: float, size: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ToolParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="where the bisect's result, state and log go")
-    parser.add_argument("--commits", type=int, default=16, help="commits on the branch (default 16)")
-    parser.add_argument("--slow-at", type=int, default=11, help="the slowing commit's place, from 1 (default 11)")
-    parser.add_argument("--percent", type=float, default=1.0, help="how much slower it gets (default 1)")
-    parser.add_argument("--size", type=int, default=8192, help="the square size bisected (default 8192)")
-    parser.add_argument("--budget-s", type=float, default=480, help="the bisect's wall time at most (default 480)")
-    parser.add_argument("--max-rounds", type=int, default=6, help="rounds a commit at most (default 6)")
+    parser.add_argument("--commits", type=types.integer_at_least(1, "--commits"), default=16,
+                        help="commits on the branch (default 16)")
+    parser.add_argument("--slow-at", type=types.integer_at_least(1, "--slow-at"), default=11,
+                        help="the slowing commit's place, from 1 (default 11)")
+    parser.add_argument("--percent", type=types.finite_above(0, "--percent"), default=1.0,
+                        help="how much slower it gets (default 1)")
+    parser.add_argument("--size", type=types.size, default=8192, help="the square size bisected (default 8192)")
+    parser.add_argument("--budget-s", type=types.finite_above(0, "--budget-s"), default=480,
+                        help="the bisect's wall time at most (default 480)")
+    parser.add_argument("--max-rounds", type=types.rounds, default=6, help="rounds a commit at most (default 6)")
     parser.add_argument("--dry-run", action="store_true", help="make the branch, print the command, run nothing")
     args = parser.parse_args(argv)
-    if not 1 <= args.slow_at <= args.commits:
-        print(f"bisect-demo: --slow-at {args.slow_at} is not one of the {args.commits} commits", file=sys.stderr)
-        return 2
+    if args.slow_at > args.commits:
+        parser.error(f"--slow-at {args.slow_at} is not one of the {args.commits} commits")
+    if problem := folder_problem(args.out):
+        parser.error(f"{args.out}: {problem}")
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    clone = Path(tempfile.mkdtemp(prefix="bisect-demo-")) / "clone"
+    # In OUT, which the user chose for what the demo leaves: the printed command runs on this clone.
+    clone = Path(tempfile.mkdtemp(prefix="clone-", dir=out)) / "clone"
     started = time.monotonic()
     try:
         base, commits = build_branch(clone, args.commits, args.slow_at, args.percent, args.size)

@@ -43,6 +43,7 @@ from pathlib import Path
 from sgemm import sourcetree
 from sgemm.rounds.evidence import Effect
 from tools.acceptance import inject
+from tools.parser import ToolParser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -190,7 +191,7 @@ def machine(clone: Path) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ToolParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", nargs="?", default="gate-selftest")
     parser.add_argument("--steps", default="aa,slow_g,slow_s,tile,busy")
     parser.add_argument("--aa-runs", type=int, default=3)

@@ -10,7 +10,6 @@ Run it after every publish of a history (the issues file starts empty and is kep
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -18,6 +17,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from tools.parser import ToolParser
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / ".github" / "notices" / "issues.js"
@@ -43,7 +44,7 @@ def problems(notices: list[dict], issues: list[dict]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ToolParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--notices", type=Path, required=True, help="the notices file a publish wrote")
     parser.add_argument("--issues", type=Path, required=True, help="the stand-in repository's issues (kept)")
     args = parser.parse_args(argv)

@@ -78,6 +78,7 @@ from pathlib import Path
 
 from sgemm.results import asvsuite
 from tools import site_screenshot
+from tools.parser import ToolParser
 from tools.acceptance.history_checks import (AsvListing, bench_regex, case, check, check_notices, expected_entries,
                                              history_table, set_regression_settings)
 from tools.acceptance.scenarios import ROOT, SCENARIOS, Commit, Demo, DemoError, Scenario, Slowdown, build_branch, git
@@ -530,7 +531,7 @@ COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "publish": cmd_publish, "syn
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = ToolParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="on a GPU box: build the demo branch, run asv over it, pack the results")

@@ -34,6 +34,7 @@ from dataclasses import replace
 from statistics import fmean, median, stdev
 
 from sgemm.commands.args import finite, integer_at_least
+from tools.parser import ToolParser
 
 EXIT_BAD_INPUT = 2
 # The power cap held the clocks "throughout" a case when NVML's power-violation time covers this share of the
@@ -151,7 +152,7 @@ def across(values: list[float]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ToolParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kernels", nargs="+", metavar="KERNEL")
     parser.add_argument("--size", type=integer_at_least(1, "--size"), required=True)
     parser.add_argument("--processes", type=integer_at_least(1, "--processes"), default=5)

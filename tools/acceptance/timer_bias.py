@@ -30,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from tools.parser import ToolParser
+
 PROCESSES = 20
 BOUND = 0.0002  # ±0.02% in log ratio
 IDLE_SHARE = 0.01
@@ -134,7 +136,7 @@ def chosen_cards(requested: str) -> list[str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ToolParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--one", nargs=2, metavar=("KERNEL", "SIZE"), help=argparse.SUPPRESS)
     parser.add_argument("--processes", type=int, default=PROCESSES)
     parser.add_argument("--seconds", type=float, help="each process's round this long (default: its stopping rule)")

@@ -27,13 +27,14 @@ Usage, from the repository root: python -m tools.ci.workflow_rules [WORKFLOW.yml
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 from pathlib import Path
 
 import yaml
+
+from tools.parser import ToolParser
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
 
@@ -433,7 +434,7 @@ def problems(workflow: dict) -> list[tuple[str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ToolParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("workflows", nargs="*", type=Path,
                         help="workflow files (default: every .yml and .yaml in .github/workflows)")
     args = parser.parse_args(argv)

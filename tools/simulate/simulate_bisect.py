@@ -14,7 +14,6 @@ drawn as a noise file would have learned it: the sd of NOISE_ENTRY_DF degrees of
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
@@ -29,8 +28,10 @@ from sgemm.bisect.commits import Chain
 from sgemm.bisect.compare import Round
 from sgemm.bisect.search import Limits, State, query_of, run_bisect
 from sgemm.bisect.targets import Target
+from sgemm.commands import writable_file_problem
 from sgemm.results.resultstree import FOUND, UNKNOWN
 from sgemm.rounds.evidence import Noise
+from tools.parser import ToolParser
 
 OUTLIER_SCALE = 10.0  # an outlier round's noise, in round-noise sds
 NOISE_ENTRY_DF = 12  # degrees of freedom of the noise file's entry (the H100's file holds 6 to 24 a case)
@@ -127,7 +128,7 @@ def table(rows: list[dict]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ToolParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5000, help="ranges searched per row (default 5000)")
     parser.add_argument("--commits", type=int, default=16, help="commits after the good end (default 16)")
     parser.add_argument("--seed", type=int, default=1)
@@ -135,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1 or args.commits < 1:
         parser.error("--runs and --commits must be at least 1")
+    if args.json and (problem := writable_file_problem("--json", str(args.json))):
+        parser.error(problem)  # before the minutes of simulation, not after them
     started = time.monotonic()
     rows = run(args.runs, args.commits, args.seed)
     print(f"{args.runs} ranges of {args.commits} commits a row, seed {args.seed}, "

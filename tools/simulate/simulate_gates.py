@@ -46,6 +46,7 @@ from sgemm.gate.looks import Schedule, run_looks
 from sgemm.gate.noise import paired_entry
 from sgemm.gate.verdict import Verdict
 from sgemm.rounds.evidence import Case, Noise, PairedRounds
+from tools.parser import ToolParser
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURED_SDS = ROOT / "lab" / "2026-11-28-gate-simulation" / "measured-sds.json"
@@ -268,7 +269,7 @@ def table_row(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ToolParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, choices=(14, 58, 260), help="one row: a gate of this many cases")
     parser.add_argument("--shape", choices=SHAPES, default="normal")
     parser.add_argument("--file", choices=tuple(FILE_SCALES), default="true")

@@ -23,7 +23,6 @@ is Poisson's exact 95% interval of the count over the machine-commits simulated.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -34,8 +33,10 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy import signal, stats
 
+from sgemm.commands import writable_file_problem
 from sgemm.watch.filing import persisted, same_step
 from sgemm.watch.steps import MIN_SERIES, NOISE_PUBLISHES, WINDOW, interval_half, lag_one, scan
+from tools.parser import ToolParser
 
 NOISE_LEVELS = (0.001, 0.002, 0.005)
 MODELS = ("normal", "t3", "ar1")
@@ -218,7 +219,7 @@ def table(rows: list[dict]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ToolParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--machines", type=int, default=6, help="machine histories a row (default 6)")
     parser.add_argument("--commits", type=int, default=1000, help="commits a machine history (default 1000)")
     parser.add_argument("--series", type=int, default=SERIES, help=f"series a machine (default {SERIES})")
@@ -228,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.machines < 1 or args.commits < WINDOW or args.histories < 1 or args.series < 1:
         parser.error(f"--machines, --histories and --series must be at least 1, --commits at least {WINDOW}")
+    if args.json and (problem := writable_file_problem("--json", str(args.json))):
+        parser.error(problem)  # before the minutes of simulation, not after them
     started = time.monotonic()
     rows = run(args.machines, args.commits, args.histories, args.seed, series=args.series)
     print(f"{args.machines} machines of {args.series} series and {args.commits} commits a row; {args.histories} "

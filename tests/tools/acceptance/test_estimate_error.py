@@ -1,5 +1,7 @@
 """tools/acceptance/estimate_error.py: a history log's estimates scored against when the run really ended."""
 
+import pytest
+
 from tools.acceptance import estimate_error
 
 LOG = """sgemm history: machine box: 1 commit to measure
@@ -31,3 +33,15 @@ def test_a_log_without_its_end_needs_end_s(tmp_path, capsys):
     assert estimate_error.main([str(log)]) == 2
     assert "give --end-s" in capsys.readouterr().err
     assert estimate_error.main([str(log), "--end-s", "300"]) == 0
+
+
+@pytest.mark.parametrize("option, value", [("--end-s", "nan"), ("--after-s", "-1"), ("--allowed", "inf"),
+                                           ("--allowed", "0.5")])
+def test_a_limit_that_is_no_usable_number_is_refused_in_one_line(tmp_path, capsys, option, value):
+    log = tmp_path / "history.log"
+    log.write_text("1.0 min so far, about 2.0 min left\nsgemm history: ended after 180 s\n")
+    with pytest.raises(SystemExit) as stopped:
+        estimate_error.main([str(log), option, value])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and f"{option} is a finite number of at least" in error

@@ -1,6 +1,8 @@
 """tools/simulate/simulate_bisect.py: bisect's own search on simulated ranges, in a small version of its full run
 (lab/2026-11-28-bisect-simulation and lab/2026-11-28-bisect-outliers run 5,000 a row)."""
 
+import pytest
+
 from tools.simulate import simulate_bisect
 
 
@@ -26,3 +28,11 @@ def test_outlier_rounds_leave_the_pooled_search_decided_and_right():
     today, pooled = rows
     assert pooled["unknown"] <= 0.05 * pooled["runs"] and pooled["wrong_commit"] <= 0.01 * pooled["runs"], pooled
     assert pooled["builds_median"] <= 6 and pooled["rounds_mean"] <= today["rounds_mean"]
+
+
+def test_a_json_that_cannot_be_written_is_said_before_the_simulation(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(simulate_bisect, "run", lambda *a, **k: pytest.fail("simulated before --json was checked"))
+    with pytest.raises(SystemExit) as stopped:
+        simulate_bisect.main(["--json", str(tmp_path / "missing" / "rows.json")])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1

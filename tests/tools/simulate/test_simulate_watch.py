@@ -3,6 +3,7 @@ in a small, fast version of its full run (lab/2026-11-28-watch-simulation): no f
 real 1% step at 0.2% noise noticed soon, at its commit, with an interval that covers it."""
 
 import numpy as np
+import pytest
 
 from tools.simulate import simulate_watch
 
@@ -30,3 +31,11 @@ def test_the_simulation_runs_from_its_command_line(tmp_path, capsys):
                                 "--json", str(tmp_path / "rows.json")]) == 0
     assert "false notices" in capsys.readouterr().out
     assert (tmp_path / "rows.json").is_file()
+
+
+def test_a_json_that_cannot_be_written_is_said_before_the_simulation(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(simulate_watch, "run", lambda *a, **k: pytest.fail("simulated before --json was checked"))
+    with pytest.raises(SystemExit) as stopped:
+        simulate_watch.main(["--json", str(tmp_path / "missing" / "rows.json")])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1
