@@ -189,6 +189,9 @@ class Row:
     kernel: str
     figures: Figures
     power_w: float | None = None
+    # What the step bought: its TFLOP/s over the step in the row above (none for the first step, for cuBLAS, and
+    # where either was not measured)
+    over_step_above: float | None = None
 
 
 def seed_kernels(seed: Seed, kernels: dict[str, Kernel]) -> list[tuple[str, Kernel]]:
@@ -210,20 +213,24 @@ def ladder(seed: Seed, precision: str, size: int, points: list[Point], kernels: 
     if not any(kernel.library for _, kernel in steps):
         steps.insert(0, ("cuBLAS", cublas))
     rows = []
-    for label, kernel in steps:
+    for index, (label, kernel) in enumerate(steps):
         point = at_size.get(kernel.name)
+        above = at_size.get(steps[index - 1][1].name) if index and not steps[index - 1][1].library else None
         rows.append(Row(label, kernel.name, Figures.of(point.tflops if point else None,
                                                        reference.tflops if reference else None, peak,
                                                        point.sm_clock_mhz if point else None),
-                        point.power_w if point else None))
+                        point.power_w if point else None,
+                        point.tflops / above.tflops if point and above and math.isfinite(point.tflops)
+                        and math.isfinite(above.tflops) and above.tflops > 0 else None))
     return rows
 
 
 def markdown_table(rows: list[Row]) -> str:
-    lines = ["| step | kernel | TFLOP/s | % of cuBLAS | % of peak | median SM clock (MHz) | board power (W) |",
-             "| :--- | :--- | ---: | ---: | ---: | ---: | ---: |"]
-    lines += [f"| {r.label} | `{r.kernel}` | " + " | ".join(r.figures.texts()) + f" | {cell(r.power_w, 0)} |"
-              for r in rows]
+    lines = ["| step | kernel | TFLOP/s | % of cuBLAS | % of peak | median SM clock (MHz) | board power (W) "
+             "| x the step above |",
+             "| :--- | :--- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {r.label} | `{r.kernel}` | " + " | ".join(r.figures.texts()) + f" | {cell(r.power_w, 0)} | "
+              f"{cell(r.over_step_above, 2)} |" for r in rows]
     return "\n".join(lines)
 
 

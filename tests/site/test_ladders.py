@@ -38,9 +38,23 @@ def test_a_ladder_is_the_seeds_steps_against_cublas_and_peak():
     assert naive.figures.percent_of_cublas == pytest.approx(10.0)
     assert naive.figures.percent_of_peak == pytest.approx(100 * 5.0 / (132 * 256 * 1980e6 / 1e12))
     assert rows[2].figures.tflops is None  # not measured: shown as a gap, never as a number
-    assert "| Tiled | `fp32/smem_tile` | - | - | - | - |" in markdown_table(rows)
+    assert "| Tiled | `fp32/smem_tile` | - | - | - | - | - | - |" in markdown_table(rows)
     assert markdown_table(rows).startswith("| step | kernel | TFLOP/s | % of cuBLAS | % of peak "
                                            "| median SM clock (MHz) |")
+
+
+def test_each_step_says_what_it_bought_over_the_step_above():
+    points = [Point("fp32/cublas", 2048, 50.0, 1980.0), Point("fp32/naive", 2048, 5.0, 1900.0),
+              Point("fp32/smem_tile", 2048, 7.5, 1900.0), Point("fp32/register_cache", 2048, float("nan"), 1900.0),
+              Point("fp32/float4", 2048, 30.0, 1900.0)]
+    rows = ladder(SEEDS["001"], "fp32", 2048, points, KERNELS, H100)
+    assert [r.kernel for r in rows[:6]] == ["fp32/cublas", "fp32/naive", "fp32/smem_tile", "fp32/thread_tile_1d",
+                                            "fp32/register_cache", "fp32/float4"]
+    assert [r.over_step_above for r in rows[:3]] == [None, None, pytest.approx(1.5)]  # not over cuBLAS's row
+    assert rows[3].over_step_above is None  # not measured itself
+    assert rows[5].over_step_above is None  # the step above has no figure
+    assert "| Tiled | `fp32/smem_tile` | 7.50 | 15.0 | " in markdown_table(rows)
+    assert markdown_table(rows).splitlines()[4].endswith(" | 1.50 |")
 
 
 def test_the_fp16_ladder_of_seed_001_uses_the_fp16_baseline():
