@@ -31,6 +31,10 @@ def add_report(add) -> None:
                         "per GPU, from every machine in --results (e.g. merged results); --size picks the size")
     report.add_argument("--out", type=types.path, required=True,
                         help="directory for README.md, the PNG plots and points.json")
+    report.add_argument("--counters", type=types.path, help="folder of Nsight Compute CSV exports, one launch a "
+                        "case, named KERNEL-SIZE.csv (e.g. fp16-wgmma_tma_wide-4096.csv; python -m "
+                        "tools.acceptance.ladder_counters writes them): under each table, the reading of every step "
+                        "slower than the step above it")
 
 
 def add_merge(add) -> None:
@@ -144,8 +148,9 @@ def _report_across_gpus(args, kernels) -> int:
     if not args.results:
         print("sgemm report: --across-gpus reads asv results: pass --results", file=sys.stderr)
         return 2
-    if args.machine or args.commit or args.seed or (args.size and len(args.size) > 1):
-        print("sgemm report: --across-gpus takes every machine's newest run and one --size", file=sys.stderr)
+    if args.machine or args.commit or args.seed or args.counters or (args.size and len(args.size) > 1):
+        print("sgemm report: --across-gpus takes every machine's newest run and one --size (no --machine, --commit, "
+              "--seed or --counters)", file=sys.stderr)
         return 2
     try:
         if args.size:
@@ -161,12 +166,14 @@ def _report_across_gpus(args, kernels) -> int:
 
 
 def cmd_report(args) -> int:
+    from ..site.counters import CountersError, read_counters
     from ..site.ladders import (ReportError, check_out, check_results, header_lines, measured_points, points_from_asv,
                                 recorded_gpu, write_report)
 
     try:
         check_out(Path(args.out), args.out)
-    except ReportError as exc:
+        counters = read_counters(Path(args.counters), args.counters) if args.counters else None
+    except (ReportError, CountersError) as exc:
         print(f"sgemm report: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     kernels = catalogue.load_catalogue()
@@ -218,6 +225,6 @@ def cmd_report(args) -> int:
         source = "a fresh measurement on this GPU (NVBench, after an FP64 check of every kernel)"
         driver_of = "of the box that made the report"
     header = header_lines(gpu, source, command_line(args), driver_of)
-    for path in write_report(Path(args.out), seeds, kernels, points, gpu, header):
+    for path in write_report(Path(args.out), seeds, kernels, points, gpu, header, counters):
         print(f"wrote {path}")
     return 0

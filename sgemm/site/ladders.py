@@ -20,6 +20,7 @@ from ..results import asvsuite
 from ..results.resultstree import MACHINE_FILE, machines
 from ..style import palette
 from ..writable import not_a_folder
+from .counters import Reading, step_note
 
 POWER_NOTE = ("Board power: NVML's reading of the whole board's power draw, averaged over the readings taken between "
               "the timed launches of the case.")
@@ -329,8 +330,10 @@ def plot_ladder(path: Path, title: str, kernel_names: list[str], points: list[Po
 
 
 def write_report(out_dir: Path, seeds: list[Seed], kernels: dict[str, Kernel], points: list[Point], gpu: Gpu,
-                 header: list[str]) -> list[Path]:
-    """README.md with every seed's tables, a PNG per seed and precision, and points.json; returns what was written."""
+                 header: list[str], counters: dict[str, Reading] | None = None) -> list[Path]:
+    """README.md with every seed's tables, a PNG per seed and precision, and points.json; returns what was written.
+    With `counters` (sgemm.site.counters.read_counters), each step slower than the step above it is followed by
+    Nsight Compute's reading of it."""
     out_dir.mkdir(parents=True, exist_ok=True)
     sizes = sorted({p.size for p in points})
     written: list[Path] = []
@@ -348,6 +351,10 @@ def write_report(out_dir: Path, seeds: list[Seed], kernels: dict[str, Kernel], p
             body += [f"## {seed.number} {precision.upper()}: {seed.title}", "", f"Seed `{seed.file}`.", ""]
             for size, rows in tables:
                 body += [f"{size}x{size}x{size}:", "", markdown_table(rows), ""]
+                if counters is not None and (notes := [step_note(counters, row.kernel, size, row.over_step_above)
+                                                       for row in rows if row.over_step_above is not None
+                                                       and row.over_step_above < 1.0]):
+                    body += [*notes, ""]
             rows = tables[0][1]
             png = out_dir / f"{seed.number}-{precision}.png"
             if plot_ladder(png, f"{seed.number} {precision.upper()} on {gpu.name}", [r.kernel for r in rows], points,

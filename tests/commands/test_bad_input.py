@@ -478,6 +478,13 @@ VARIANTS = [
     ([*REPORT, "--across-gpus", "--results", "{results}", "--size", "1024", "--size", "2048"], 2,
      "--across-gpus takes every machine's newest run and one --size"),
     ([*REPORT, "--across-gpus", "--results", "{results}"], 2, "Gemm has parameters [], not this suite's"),
+    ([*REPORT, "--across-gpus", "--results", "{results}", "--counters", "{tmp}/notes"], 2,
+     "(no --machine, --commit, --seed or --counters)"),
+    ([*REPORT, "--results", "{results}", "--machine", "gpu-box", "--counters", "{tmp}/nowhere"], 2,
+     "--counters {tmp}/nowhere: not a folder of Nsight Compute CSV exports"),
+    ([*REPORT, "--results", "{results}", "--machine", "gpu-box", "--counters", "{tmp}/notes"], 2,
+     "{tmp}/notes/fp16-x-4096.csv: not an Nsight Compute CSV export", write("notes/fp16-x-4096.csv", "hello"),
+     "a CSV file that is no Nsight Compute export"),
     ([*REPORT, "--across-gpus", "--results", "{tmp}/file.txt"], 2, "no asv machine directories in {tmp}/file.txt"),
     ([*REPORT, "--across-gpus", "--results", "{tmp}/bad"], 2, "Error parsing JSON", TRUNCATED, "a truncated run file"),
     # merge

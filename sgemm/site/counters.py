@@ -1,0 +1,93 @@
+"""Nsight Compute's reading of a ladder step, for the reports: what held back a step that did not pay.
+
+`sgemm report --counters DIR` reads, for each step of a table that is slower than the step above it, the file
+DIR/<kernel with '/' as '-'>-<size>.csv (e.g. fp16-wgmma_tma_wide-4096.csv): Nsight Compute's CSV export of one
+launch of that case (`ncu --csv --page details` with the SECTIONS below, run with `--clock-control none` so that the
+GPU keeps the clocks it would have had; `python -m tools.acceptance.ladder_counters` writes them on a GPU box).
+The report says, under the table, the step's READINGS: how busy the SMs and the memory system were against their
+peaks, L2's hit rate, how busy the issue slots were, and the launch's registers and waves.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+SECTIONS = ("SpeedOfLight", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "LaunchStats")
+# (section, metric) as Nsight Compute's details page names them, and how the report says the figure.
+READINGS = (
+    (("GPU Speed Of Light Throughput", "Compute (SM) Throughput"), "SM throughput {}% of peak"),
+    (("GPU Speed Of Light Throughput", "Memory Throughput"), "memory throughput {}%"),
+    (("GPU Speed Of Light Throughput", "L2 Cache Throughput"), "L2 throughput {}%"),
+    (("GPU Speed Of Light Throughput", "DRAM Throughput"), "DRAM throughput {}%"),
+    (("Memory Workload Analysis", "L2 Hit Rate"), "L2 hit rate {}%"),
+    (("Compute Workload Analysis", "Issue Slots Busy"), "issue slots busy {}%"),
+    (("Launch Statistics", "Registers Per Thread"), "registers per thread {}"),
+    (("Launch Statistics", "Waves Per SM"), "waves per SM {}"),
+)
+_COLUMNS = ("ID", "Section Name", "Metric Name", "Metric Value")
+
+
+class CountersError(ValueError):
+    """A counters folder or file that cannot be read; the message names it and why."""
+
+
+def file_name(kernel: str, size: int) -> str:
+    """The name of the reading of `kernel` at `size` in a counters folder."""
+    return f"{kernel.replace('/', '-')}-{size}.csv"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The figures of one launch, by (section, metric), as Nsight Compute wrote them (e.g. '86.06', '1,024')."""
+
+    figures: dict[tuple[str, str], str]
+
+    def said(self) -> str:
+        """The READINGS it holds, in a line."""
+        return ", ".join(words.format(self.figures[key]) for key, words in READINGS if key in self.figures)
+
+
+def read_reading(path: Path) -> Reading:
+    """The first launch of an Nsight Compute CSV export (`--csv --page details`); CountersError when it is none."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise CountersError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    # ncu writes its own lines (==PROF==, the profiled program's output) before and between the CSV's.
+    rows = list(csv.reader(io.StringIO("".join(line for line in text.splitlines(keepends=True)
+                                               if line.startswith('"')))))
+    if not rows or any(column not in rows[0] for column in _COLUMNS):
+        raise CountersError(f"{path}: not an Nsight Compute CSV export of the details page (no {', '.join(_COLUMNS)} "
+                            "columns): write it with `ncu --csv --page details`")
+    at = {column: rows[0].index(column) for column in _COLUMNS}
+    # A metric with no rule attached leaves out the rule's trailing columns.
+    body = [row for row in rows[1:] if len(row) > max(at.values())]
+    if not body:
+        raise CountersError(f"{path}: holds no profiled launch")
+    first = body[0][at["ID"]]
+    figures = {(row[at["Section Name"]], row[at["Metric Name"]]): row[at["Metric Value"]]
+               for row in body if row[at["ID"]] == first and re.fullmatch(r"[\d.,]+", row[at["Metric Value"]])}
+    if not any(key in figures for key, _ in READINGS):
+        raise CountersError(f"{path}: holds none of the figures a report reads (sections {', '.join(SECTIONS)})")
+    return Reading(figures)
+
+
+def read_counters(counters_dir: Path, shown: str) -> dict[str, Reading]:
+    """Every reading of a counters folder, by file name, read before any work; CountersError where --counters names
+    no folder, or a CSV file in it is no reading."""
+    if not counters_dir.is_dir():
+        raise CountersError(f"--counters {shown}: not a folder of Nsight Compute CSV exports")
+    return {path.name: read_reading(path) for path in sorted(counters_dir.glob("*.csv"))}
+
+
+def step_note(counters: dict[str, Reading], kernel: str, size: int, over_step_above: float) -> str:
+    """The line a report writes under its table for a step slower than the one above it."""
+    name = file_name(kernel, size)
+    head = f"- `{kernel}` did not pay ({over_step_above:.2f}x the step above)"
+    if name not in counters:
+        return f"{head}; no Nsight Compute reading of it ({name} is not in the counters folder)."
+    return f"{head}. Nsight Compute, one launch: {counters[name].said()}."

@@ -1,0 +1,64 @@
+"""Nsight Compute's readings in the reports: a real export of the details page read (its launch's figures, the
+profiler's and the program's own lines passed by), a file that is none refused by name, and a report that follows
+each step slower than the step above it with its reading, or says it has none."""
+
+from pathlib import Path
+
+import pytest
+
+from sgemm.catalogue import load_catalogue, seeds
+from sgemm.gpu import Gpu
+from sgemm.site.counters import CountersError, file_name, read_counters, read_reading, step_note
+from sgemm.site.ladders import Point, write_report
+
+# `ncu --csv --page details` of step g at 4096 on an H200 (stdout as captured: the profiler's and sgemm check's
+# lines among the CSV's).
+EXPORT = Path(__file__).resolve().parents[1] / "data" / "ncu-details-hopper-4096.csv"
+H200 = Gpu("NVIDIA H200", 90, 132, 1980.0, "580.159.04")
+
+
+def test_a_real_export_gives_its_launchs_figures():
+    reading = read_reading(EXPORT)
+    assert reading.figures[("Memory Workload Analysis", "L2 Hit Rate")] == "78.54"
+    assert reading.figures[("GPU Speed Of Light Throughput", "Compute (SM) Throughput")] == "86.06"
+    said = reading.said()
+    assert said.startswith("SM throughput 86.06% of peak, memory throughput 57.25%")
+    assert "L2 hit rate 78.54%" in said and "registers per thread 168" in said and "waves per SM 1" in said
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "not an Nsight Compute CSV export of the details page"),
+    ('"a","b"\n"1","2"\n', "not an Nsight Compute CSV export of the details page"),
+    ('"ID","Section Name","Metric Name","Metric Value"\n', "holds no profiled launch"),
+    ('"ID","Section Name","Metric Name","Metric Value"\n"0","Other","Thing","1"\n', "holds none of the figures"),
+])
+def test_a_file_that_is_no_reading_is_named(tmp_path, content, message):
+    (tmp_path / "fp16-x-4096.csv").write_text(content)
+    with pytest.raises(CountersError, match=message):
+        read_counters(tmp_path, str(tmp_path))
+
+
+def test_a_counters_folder_that_is_none_is_refused(tmp_path):
+    with pytest.raises(CountersError, match="not a folder of Nsight Compute CSV exports"):
+        read_counters(tmp_path / "nowhere", "nowhere")
+
+
+def test_a_step_slower_than_the_one_above_is_followed_by_its_reading_or_says_it_has_none(tmp_path):
+    pytest.importorskip("matplotlib")
+    counters_dir = tmp_path / "counters"
+    counters_dir.mkdir()
+    (counters_dir / file_name("fp16/wgmma_tma_wide", 4096)).write_text(EXPORT.read_text())
+    counters = read_counters(counters_dir, "counters")
+    hopper = next(seed for seed in seeds() if seed.number == "hopper")
+    rates = {"fp16/cublas": 690.0, "fp16/wgmma_tma": 510.0, "fp16/wgmma_tma_wide": 330.0,
+             "fp16/wgmma_specialized": 430.0, "fp16/wgmma_pipelined": 640.0, "fp16/wgmma_persistent": 600.0}
+    points = [Point(name, 4096, rate, 1500.0) for name, rate in rates.items()]
+    write_report(tmp_path / "out", [hopper], load_catalogue(), points, H200, [], counters)
+    lines = (tmp_path / "out" / "README.md").read_text().splitlines()
+    notes = [line for line in lines if "did not pay" in line]
+    assert notes == [
+        f"- `fp16/wgmma_tma_wide` did not pay (0.65x the step above). Nsight Compute, one launch: "
+        f"{counters[file_name('fp16/wgmma_tma_wide', 4096)].said()}.",
+        "- `fp16/wgmma_persistent` did not pay (0.94x the step above); no Nsight Compute reading of it "
+        "(fp16-wgmma_persistent-4096.csv is not in the counters folder)."]
+    assert step_note(counters, "fp16/wgmma_tma_wide", 4096, 0.65) == notes[0]
