@@ -74,6 +74,11 @@ def cmd_merge(args) -> int:
         return EXIT_BAD_INPUT
     print(f"merged into {args.into}: {counted(len(plan.copies), 'file')} copied, {len(plan.unchanged)} already there; "
           f"machines: {', '.join(plan.machines) or 'none new'}")
+    # An empty folder merges as nothing, which is right for a box that had nothing new, and wrong for a mistyped path.
+    for source in args.sources:
+        if not any(Path(source).glob("*/*.json")):
+            print(f"sgemm merge: warning: {source} holds no asv results (no <machine>/<file>.json): nothing came "
+                  "from it", file=sys.stderr)
     if plan.superseded:
         benchmarks = sorted({name for _, name in plan.superseded})
         files = sorted({str(path) for path, _ in plan.superseded})

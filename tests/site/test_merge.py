@@ -280,6 +280,17 @@ def test_sgemm_merge_warns_of_results_an_older_version_leaves_unshown(two_boxes,
     assert err.count("\n") == 1
 
 
+def test_sgemm_merge_warns_of_a_source_that_holds_no_results(two_boxes, tmp_path, capsys):
+    from sgemm import cli
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli.main(["merge", str(two_boxes["nvidia-h200"]), str(empty), "--into", str(tmp_path / "merged")]) == 0
+    err = capsys.readouterr().err
+    assert err == (f"sgemm merge: warning: {empty} holds no asv results (no <machine>/<file>.json): nothing came "
+                   "from it\n")
+
+
 def confirmation(bad: str, verdict: str = "DIFFERENT") -> dict:
     return {"case": "fp16/wgmma_x", "size": 8192, "good": "a" * 40, "bad": bad * 40, "verdict": verdict,
             "ratio": 1.01, "interval": [1.008, 1.012], "confidence": 0.95, "method": "paired in one process, L2 warm",
