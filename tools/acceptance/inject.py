@@ -40,6 +40,10 @@ TMA_STORE_EPILOGUE = Place(
     "kernels/wgmma_specialized.cu",
     "                float* buffers = reinterpret_cast<float*>(shared + STAGES * L::kStageBytes) +\n",
     only="!L::kTakesTurns && (FEATURES & kDescriptorOffsets) == 0")
+# The same place in the Hopper ladder's newest step alone (fp16/ and bf16/wgmma_lean_loop, the kernels that offset
+# their wgmma descriptors): its tile and epilogue are step g's, so step g's cycles a percent serve it.
+LEAN_LOOP_TMA_STORE_EPILOGUE = Place(TMA_STORE_EPILOGUE.source, TMA_STORE_EPILOGUE.anchor,
+                                     only="!L::kTakesTurns && (FEATURES & kDescriptorOffsets) != 0")
 # Each thread of fp32/naive's 32 x 32 instantiation, before its K loop; the file's other kernels are unchanged.
 NAIVE_BEFORE_K_LOOP = Place("kernels/fp32_naive.cu", "    for (int k = 0; k < K; ++k) {\n", only="BLOCK_X == 32")
 # Each block of fp32/warptile, before it starts: a spin in proportion to K costs the same share of the block's time

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[3]
 # and the architecture they compile for.
 SLOWED = [
     (inject.TMA_STORE_EPILOGUE, {"fp16/wgmma_grouped_tma_store", "bf16/wgmma_grouped_tma_store"}, "sm_90a"),
+    (inject.LEAN_LOOP_TMA_STORE_EPILOGUE, {"fp16/wgmma_lean_loop", "bf16/wgmma_lean_loop"}, "sm_90a"),
     (inject.NAIVE_BEFORE_K_LOOP, {"fp32/naive"}, "sm_90"),
     (inject.WARPTILE_BLOCK_START, {"fp32/warptile"}, "sm_90"),
     (inject.FRAGMENT_BUFFERED_BLOCK_START, {"fp16/mma_fragment_buffered"}, "sm_90"),
