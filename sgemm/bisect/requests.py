@@ -75,8 +75,9 @@ def _command_line_target(ask: Ask, command: str) -> Target:
                                       ("--bad", ask.bad)) if value is not None]
     if len(given) != 4:
         missing = [name for name in ("CASE", "--size", "--good", "--bad") if name not in given]
-        raise InputError(f"give CASE --size N --good SHA --bad SHA, or --notice ID --notices FILE"
-                         f"{'' if command == 'bisect' else ' (or --notices FILE alone)'}: {', '.join(missing)} missing")
+        # bisect takes one notice by its id; confirm every candidate of the file.
+        other = "--notice ID --notices FILE" if command == "bisect" else "--notices FILE alone"
+        raise InputError(f"give CASE --size N --good SHA --bad SHA, or {other}: {', '.join(missing)} missing")
     return Target(identifier(ask.case, ask.size, ask.good, ask.bad), ask.case, ask.size, ask.good, ask.bad)
 
 
