@@ -6,11 +6,12 @@ At the 700 W cap a kernel's clock, and so its time, moves by several percent fro
 - NVBench, L2 flushed before every launch, cuBLAS and each kernel in turn, each case for at least --seconds of
   timed launches (NVBench's --min-time): the card is under load throughout, and the case's monitor reads the time
   NVML says the driver held the clocks down for power;
-- then each kernel paired with cuBLAS in the process (sgemm.measuring.ab, L2 flushed), after --seconds of paired
-  warm-up.
-Every second process takes the cases in the reverse order (the kernels last to first, then cuBLAS; the pairings
-likewise), so that a card warming through a process, which lowers its clock at the cap, favours no kernel over the
-processes (exactly so with an even number of them). Per process and kernel: % of cuBLAS by NVBench (the two
+- then cuBLAS and every kernel paired in one session of the process (sgemm.measuring.ab, L2 flushed), after
+  --seconds of paired warm-up: each kernel's ratio over cuBLAS, and so one kernel's over another's, is read from
+  the same blocks of launches, whatever the card's temperature did meanwhile.
+Every second process takes the cases in the reverse order (the kernels last to first, then cuBLAS; the paired
+builds likewise), so that a card warming through a process, which lowers its clock at the cap, favours no kernel
+over the processes (exactly so with an even number of them). Per process and kernel: % of cuBLAS by NVBench (the two
 medians of that process) and paired (with its interval), the median SM clock, and whether the power cap held the
 clocks for the whole of the case's window (NVML's power-violation time against the wall time it was counted over,
 warm-up and flushes included). Across the processes: the median of each figure, a 95% t-interval of the logarithms
@@ -97,20 +98,21 @@ def one_process(args) -> dict:
     import cupy
 
     with cupy.cuda.Device(args.device):
-        for kernel in paired_order:
-            paired = measure([Build("baseline", base), Build("kernel", kernel)], n, n, n, settings, readings)
-            low, high = paired.interval()
-            own = figures[kernel.name]
-            own |= {"nvbench_percent": 100 * own["tflops"] / figures[base.name]["tflops"],
-                    "paired_percent": 100 / paired.ratio(), "paired_interval": [100 / high, 100 / low],
-                    "paired_sm_clock_mhz": paired.timing.builds[1].median_sm_clock_mhz}
+        paired = measure([Build("baseline", base), *(Build(kernel.name, kernel) for kernel in paired_order)], n, n, n,
+                         settings, readings)
+    for build, kernel in enumerate(paired_order, 1):  # the ratios are over build 0, cuBLAS
+        low, high = paired.interval(build)
+        own = figures[kernel.name]
+        own |= {"nvbench_percent": 100 * own["tflops"] / figures[base.name]["tflops"],
+                "paired_percent": 100 / paired.ratio(build), "paired_interval": [100 / high, 100 / low],
+                "paired_sm_clock_mhz": paired.timing.builds[build].median_sm_clock_mhz}
     return figures
 
 
 def process_limit_s(kernels: int, seconds: float) -> float:
     """How long a process of `kernels` kernels and cuBLAS may take before it counts as hung."""
     nvbench_s = (kernels + 1) * (3 * seconds + 30)  # each case at most its NVBench --timeout
-    paired_s = kernels * (seconds + 3 + 60)  # each pairing's warm-up cap and a minute of rounds
+    paired_s = seconds + 3 + kernels * 60  # the paired session's warm-up cap and a minute of rounds a kernel
     return nvbench_s + paired_s + 120  # and the builds, checks and CUDA's start
 
 

@@ -100,10 +100,13 @@ def test_a_process_times_and_pairs_in_its_order_and_judges_the_cap_over_the_whol
                 for case in cases}
 
     def measure(builds, m, n, k, settings, readings):
-        paired.append(builds[1].kernel.name)
+        paired.append([build.kernel.name for build in builds])
         assert settings.flush_l2
-        return SimpleNamespace(interval=lambda: (0.99, 1.01), ratio=lambda: 1.0,
-                               timing=SimpleNamespace(builds=[None, SimpleNamespace(median_sm_clock_mhz=1290.0)]))
+        # Build i runs at 1 + i/100 times cuBLAS's time.
+        return SimpleNamespace(interval=lambda build: (0.99 + build / 100, 1.01 + build / 100),
+                               ratio=lambda build: 1.0 + build / 100,
+                               timing=SimpleNamespace(builds=[SimpleNamespace(median_sm_clock_mhz=1300.0 - i)
+                                                              for i in range(len(builds))]))
 
     monkeypatch.setattr(record, "run_cases", run_cases)
     monkeypatch.setattr(ab, "measure", measure)
@@ -113,7 +116,12 @@ def test_a_process_times_and_pairs_in_its_order_and_judges_the_cap_over_the_whol
                            device=0, reversed=True)
     figures = sustained.one_process(args)
     assert timed == ["fp16/wgmma_persistent", "fp16/wgmma_cluster", "fp16/cublas"]
-    assert paired == ["fp16/wgmma_persistent", "fp16/wgmma_cluster"]
+    # One paired session of cuBLAS and both kernels, the kernels in the process's order.
+    assert paired == [["fp16/cublas", "fp16/wgmma_persistent", "fp16/wgmma_cluster"]]
+    assert figures["fp16/wgmma_persistent"]["paired_percent"] == pytest.approx(100 / 1.01)
+    assert figures["fp16/wgmma_cluster"]["paired_percent"] == pytest.approx(100 / 1.02)
+    assert figures["fp16/wgmma_cluster"]["paired_interval"] == [pytest.approx(100 / 1.03), pytest.approx(100 / 1.01)]
+    assert figures["fp16/wgmma_cluster"]["paired_sm_clock_mhz"] == 1298.0
     assert all(figure["capped_throughout"] is False for figure in figures.values())
     assert sustained.capped_throughout(990.0, 1000.0) is True
     assert sustained.capped_throughout(math.nan, 1000.0) is None and sustained.capped_throughout(900.0, 0.0) is None
