@@ -81,6 +81,19 @@ def finite_above(lowest: float, what: str):
     return parse
 
 
+def finite_at_least(lowest: float, what: str):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < lowest:
+            raise argparse.ArgumentTypeError(f"{what} is a finite number of at least {lowest:g}, got {text!r}")
+        return value
+
+    return parse
+
+
 def commit_prefix(text: str) -> str:
     """A commit's hash or its first hex digits, in lower case; an empty word would match every commit."""
     if not text or any(c not in "0123456789abcdef" for c in text.lower()):

@@ -194,6 +194,13 @@ def checked_figures(values: list, what: str) -> list:
     return values
 
 
+def run_figures(run, where: str) -> dict[str, list]:
+    """Every benchmark's figures of an asv run (asv.results.Results), each list checked by checked_figures, whose
+    ValueError names `where` and the benchmark."""
+    return {name: checked_figures(run.get_result_value(name, run.get_result_params(name)), f"{where}: {name}")
+            for name in run.get_all_result_keys()}
+
+
 class RunReader:
     """One asv run (a machine at a commit in one environment): a case's figure by method."""
 

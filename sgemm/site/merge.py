@@ -46,7 +46,7 @@ from pathlib import Path
 
 from ..atomic import write_all_or_none
 from ..results import confirmations
-from ..results.asvsuite import checked_figures
+from ..results.asvsuite import run_figures
 from ..results.resultstree import BISECT_FOLDER, MACHINE_FILE, is_run_file
 from ..writable import folder_problem, not_a_folder, said
 
@@ -182,8 +182,7 @@ def _read_run_file(path: Path, machine: str, problems: list[str] | None, lands: 
         return None
     if problems is not None:
         try:  # a figure that is no number would pass here and stop every publish of the merged tree
-            for name in run.get_all_result_keys():
-                checked_figures(run.get_result_value(name, run.get_result_params(name)), f"{path}: {name}")
+            run_figures(run, str(path))
         except ValueError as exc:
             problems.append(str(exc))
             return None

@@ -117,12 +117,11 @@ def measured_benchmarks(results_dir: Path) -> set[str]:
             results = Results.load(str(results_dir / path), machine_name=machine)
         except UserError:
             continue
-        for name in results.get_all_result_keys():
-            try:
-                values = asvsuite.checked_figures(results.get_result_value(name, results.get_result_params(name)),
-                                                  f"{results_dir / path}: {name}")
-            except ValueError as exc:
-                raise PublishError(f"{exc} (nothing was published)") from None
+        try:
+            figures = asvsuite.run_figures(results, str(results_dir / path))
+        except ValueError as exc:
+            raise PublishError(f"{exc} (nothing was published)") from None
+        for name, values in figures.items():
             if name not in found and any(value is not None and not math.isnan(value) for value in values):
                 found.add(name)
     return found

@@ -12,12 +12,11 @@ Exit 0 when every line after `--after-s` is within `--allowed`, 1 when one is no
 
 from __future__ import annotations
 
-import argparse
-import math
 import re
 import sys
 from pathlib import Path
 
+from sgemm.commands.args import finite_at_least
 from tools.parser import ToolParser
 
 PROGRESS = re.compile(r"(\d+(?:\.\d+)?) (min|s) so far, about (\d+(?:\.\d+)?) (min|s) left")
@@ -43,27 +42,14 @@ def score(lines: list[str], end_s: float) -> list[dict]:
     return rows
 
 
-def _number_at_least(lowest: float, what: str):
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value) or value < lowest:
-            raise argparse.ArgumentTypeError(f"{what} is a finite number of at least {lowest:g}, got {text!r}")
-        return value
-
-    return parse
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = ToolParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("log", type=Path, help="the history's log (its standard error)")
-    parser.add_argument("--end-s", type=_number_at_least(0, "--end-s"), help="when the run really ended, in seconds "
+    parser.add_argument("--end-s", type=finite_at_least(0, "--end-s"), help="when the run really ended, in seconds "
                         "since it began (default: the log's 'ended after' line)")
-    parser.add_argument("--after-s", type=_number_at_least(0, "--after-s"), default=60.0,
+    parser.add_argument("--after-s", type=finite_at_least(0, "--after-s"), default=60.0,
                         help="lines before this are shown, not judged")
-    parser.add_argument("--allowed", type=_number_at_least(1, "--allowed"), default=2.0,
+    parser.add_argument("--allowed", type=finite_at_least(1, "--allowed"), default=2.0,
                         help="the largest ratio allowed (default 2)")
     args = parser.parse_args(argv)
     try:
