@@ -84,10 +84,13 @@ def read_counters(counters_dir: Path, shown: str) -> dict[str, Reading]:
     return {path.name: read_reading(path) for path in sorted(counters_dir.glob("*.csv"))}
 
 
-def step_note(counters: dict[str, Reading], kernel: str, size: int, over_step_above: float) -> str:
-    """The line a report writes under its table for a step slower than the one above it."""
-    name = file_name(kernel, size)
-    head = f"- `{kernel}` did not pay ({over_step_above:.2f}x the step above)"
-    if name not in counters:
-        return f"{head}; no Nsight Compute reading of it ({name} is not in the counters folder)."
-    return f"{head}. Nsight Compute, one launch: {counters[name].said()}."
+def step_notes(counters: dict[str, Reading], slower: list[tuple[str, float]], size: int) -> list[str]:
+    """The lines a report writes under its table for the steps slower than the one above them ((kernel, its rate
+    over the step above)): one a step with a reading, then one line naming the steps the folder has none of."""
+    notes = [f"- `{kernel}` did not pay ({ratio:.2f}x the step above). Nsight Compute, one launch: "
+             f"{counters[file_name(kernel, size)].said()}."
+             for kernel, ratio in slower if file_name(kernel, size) in counters]
+    if unread := [f"`{kernel}` ({ratio:.2f}x)" for kernel, ratio in slower if file_name(kernel, size) not in counters]:
+        notes.append(f"- Did not pay, with no Nsight Compute reading in the counters folder: {', '.join(unread)} "
+                     "the step above.")
+    return notes

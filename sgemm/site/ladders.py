@@ -20,7 +20,7 @@ from ..results import asvsuite
 from ..results.resultstree import MACHINE_FILE, machines
 from ..style import palette
 from ..writable import not_a_folder
-from .counters import Reading, step_note
+from .counters import Reading, step_notes
 
 POWER_NOTE = ("Board power: NVML's reading of the whole board's power draw, averaged over the readings taken between "
               "the timed launches of the case.")
@@ -351,9 +351,9 @@ def write_report(out_dir: Path, seeds: list[Seed], kernels: dict[str, Kernel], p
             body += [f"## {seed.number} {precision.upper()}: {seed.title}", "", f"Seed `{seed.file}`.", ""]
             for size, rows in tables:
                 body += [f"{size}x{size}x{size}:", "", markdown_table(rows), ""]
-                if counters is not None and (notes := [step_note(counters, row.kernel, size, row.over_step_above)
-                                                       for row in rows if row.over_step_above is not None
-                                                       and row.over_step_above < 1.0]):
+                slower = [(row.kernel, row.over_step_above) for row in rows
+                          if row.over_step_above is not None and row.over_step_above < 1.0]
+                if counters is not None and (notes := step_notes(counters, slower, size)):
                     body += [*notes, ""]
             rows = tables[0][1]
             png = out_dir / f"{seed.number}-{precision}.png"

@@ -8,7 +8,7 @@ import pytest
 
 from sgemm.catalogue import load_catalogue, seeds
 from sgemm.gpu import Gpu
-from sgemm.site.counters import CountersError, file_name, read_counters, read_reading, step_note
+from sgemm.site.counters import CountersError, file_name, read_counters, read_reading, step_notes
 from sgemm.site.ladders import Point, write_report
 
 # `ncu --csv --page details` of step g at 4096 on an H200 (stdout as captured: the profiler's and sgemm check's
@@ -43,7 +43,7 @@ def test_a_counters_folder_that_is_none_is_refused(tmp_path):
         read_counters(tmp_path / "nowhere", "nowhere")
 
 
-def test_a_step_slower_than_the_one_above_is_followed_by_its_reading_or_says_it_has_none(tmp_path):
+def test_a_step_slower_than_the_one_above_is_followed_by_its_reading_and_the_unread_ones_by_one_line(tmp_path):
     pytest.importorskip("matplotlib")
     counters_dir = tmp_path / "counters"
     counters_dir.mkdir()
@@ -51,14 +51,16 @@ def test_a_step_slower_than_the_one_above_is_followed_by_its_reading_or_says_it_
     counters = read_counters(counters_dir, "counters")
     hopper = next(seed for seed in seeds() if seed.number == "hopper")
     rates = {"fp16/cublas": 690.0, "fp16/wgmma_tma": 510.0, "fp16/wgmma_tma_wide": 330.0,
-             "fp16/wgmma_specialized": 430.0, "fp16/wgmma_pipelined": 640.0, "fp16/wgmma_persistent": 600.0}
+             "fp16/wgmma_specialized": 430.0, "fp16/wgmma_pipelined": 640.0, "fp16/wgmma_persistent": 600.0,
+             "fp16/wgmma_cluster": 660.0, "fp16/wgmma_grouped_tma_store": 650.0}
     points = [Point(name, 4096, rate, 1500.0) for name, rate in rates.items()]
     write_report(tmp_path / "out", [hopper], load_catalogue(), points, H200, [], counters)
     lines = (tmp_path / "out" / "README.md").read_text().splitlines()
-    notes = [line for line in lines if "did not pay" in line]
+    notes = [line for line in lines if "did not pay" in line.lower()]
     assert notes == [
         f"- `fp16/wgmma_tma_wide` did not pay (0.65x the step above). Nsight Compute, one launch: "
         f"{counters[file_name('fp16/wgmma_tma_wide', 4096)].said()}.",
-        "- `fp16/wgmma_persistent` did not pay (0.94x the step above); no Nsight Compute reading of it "
-        "(fp16-wgmma_persistent-4096.csv is not in the counters folder)."]
-    assert step_note(counters, "fp16/wgmma_tma_wide", 4096, 0.65) == notes[0]
+        "- Did not pay, with no Nsight Compute reading in the counters folder: `fp16/wgmma_persistent` (0.94x), "
+        "`fp16/wgmma_grouped_tma_store` (0.98x) the step above."]
+    assert step_notes(counters, [("fp16/wgmma_tma_wide", 0.65)], 4096) == notes[:1]
+    assert step_notes(counters, [], 4096) == []

@@ -9,7 +9,9 @@ ends with exit 1. Run on a GPU box with ncu on PATH (or NCU naming it); --dry-ru
 needed).
 
     python -m tools.acceptance.ladder_counters DIR --seed hopper [--size 4096 ...] [--precision fp16 ...]
-        [--device 0] [--dry-run]  (from the repository root)
+        [--kernel fp16/wgmma_persistent ...] [--device 0] [--dry-run]  (from the repository root)
+
+--kernel keeps the profiles to the steps named (those a report shows slower than the step above them, say).
 
 Exit 0 when every reading was written, 1 when some profile failed (each said), 2 for bad input.
 """
@@ -31,10 +33,12 @@ from tools.parser import ToolParser
 
 
 def cases(seed: catalogue.Seed, kernels: dict[str, catalogue.Kernel], sizes: list[int],
-          precisions: list[str] | None) -> list[tuple[catalogue.Kernel, int]]:
-    """(kernel, size) of every compiled step of the seed's ladder, in ladder order, whose entry takes the size."""
+          precisions: list[str] | None, only: list[str] | None = None) -> list[tuple[catalogue.Kernel, int]]:
+    """(kernel, size) of every compiled step of the seed's ladder (of those named in `only`, where given), in ladder
+    order, whose entry takes the size."""
     return [(kernel, size) for _, kernel in seed_kernels(seed, kernels)
             if not kernel.library and (not precisions or kernel.precision in precisions)
+            and (not only or kernel.name in only)
             for size in sizes if kernel.shape_problem(size, size, size) is None]
 
 
@@ -56,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=types.size, action="append",
                         help="square size (repeatable; default: the seed's own sizes)")
     parser.add_argument("--precision", action="append", help="fp32, fp16 or bf16 (repeatable; default: every one)")
+    parser.add_argument("--kernel", action="append",
+                        help="profile this step alone (repeatable; default: every compiled step of the ladder)")
     parser.add_argument("--device", type=types.device, default=0)
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     args = parser.parse_args(argv)
@@ -66,12 +72,16 @@ def main(argv: list[str] | None = None) -> int:
     known = {kernel.precision for kernel in kernels.values()}
     if unknown := sorted(set(args.precision or ()) - known):
         parser.error(f"unknown precision {', '.join(unknown)}; precisions: {', '.join(sorted(known))}")
+    steps = {kernel.name for _, kernel in seed_kernels(seeds[args.seed], kernels) if not kernel.library}
+    if strangers := [name for name in args.kernel or () if name not in steps]:
+        parser.error(f"{', '.join(strangers)}: no compiled step of seed {args.seed}'s ladder")
     if problem := folder_problem(args.out):
         parser.error(f"{args.out}: {problem}")
     ncu = os.environ.get("NCU") or shutil.which("ncu")
     if not ncu and not args.dry_run:
         parser.error("no ncu on PATH: install Nsight Compute or name it in NCU")
-    todo = cases(seeds[args.seed], kernels, args.size or list(seeds[args.seed].sizes), args.precision)
+    todo = cases(seeds[args.seed], kernels, args.size or list(seeds[args.seed].sizes), args.precision,
+                 args.kernel)
     if not todo:
         parser.error(f"seed {args.seed}: no compiled step takes the sizes asked for")
     if args.dry_run:

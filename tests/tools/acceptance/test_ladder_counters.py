@@ -46,3 +46,19 @@ def test_without_ncu_it_stops_in_one_line_before_making_anything(tmp_path, monke
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "no ncu on PATH" in error
     assert not (tmp_path / "ctr").exists()
+
+
+def test_kernel_keeps_the_profiles_to_the_steps_named(tmp_path, capsys):
+    assert ladder_counters.main([str(tmp_path / "ctr"), "--seed", "hopper", "--size", "4096", "--kernel",
+                                 "bf16/wgmma_persistent", "--kernel", "fp16/wgmma_tma_wide", "--dry-run"]) == 0
+    profiled = [line.split(" -k ")[1].split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert profiled == ["fp16/wgmma_tma_wide", "bf16/wgmma_persistent"]  # in ladder order
+
+
+@pytest.mark.parametrize("kernel", ["fp16/cublas", "fp32/naive", "fp16/nonesuch"])
+def test_a_kernel_that_is_no_compiled_step_of_the_ladder_is_refused_in_one_line(tmp_path, capsys, kernel):
+    with pytest.raises(SystemExit) as stopped:
+        ladder_counters.main([str(tmp_path / "ctr"), "--seed", "hopper", "--kernel", kernel, "--dry-run"])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and f"{kernel}: no compiled step of seed hopper's ladder" in error
