@@ -84,13 +84,21 @@ def read_counters(counters_dir: Path, shown: str) -> dict[str, Reading]:
     return {path.name: read_reading(path) for path in sorted(counters_dir.glob("*.csv"))}
 
 
-def step_notes(counters: dict[str, Reading], slower: list[tuple[str, float]], size: int) -> list[str]:
+def step_notes(counters: dict[str, Reading], slower: list[tuple[str, float, float | None]], size: int) -> list[str]:
     """The lines a report writes under its table for the steps slower than the one above them ((kernel, its rate
-    over the step above)): one a step with a reading, then one line naming the steps the folder has none of."""
-    notes = [f"- `{kernel}` did not pay ({ratio:.2f}x the step above). Nsight Compute, one launch: "
+    over the step above, the same per SM clock or None)): one a step with a reading, then one line naming the steps
+    the folder has none of. A step that paid at one clock is said to have lost on the clock it ran at."""
+    def bought(ratio: float, per_clock: float | None) -> str:
+        if per_clock is None:
+            return f"{ratio:.2f}x the step above"
+        if per_clock >= 1.0:
+            return f"{ratio:.2f}x the step above, {per_clock:.2f}x per SM clock: it lost on the clock it ran at"
+        return f"{ratio:.2f}x the step above, {per_clock:.2f}x per SM clock"
+
+    notes = [f"- `{kernel}` did not pay ({bought(ratio, per_clock)}). Nsight Compute, one launch: "
              f"{counters[file_name(kernel, size)].said()}."
-             for kernel, ratio in slower if file_name(kernel, size) in counters]
-    if unread := [f"`{kernel}` ({ratio:.2f}x)" for kernel, ratio in slower if file_name(kernel, size) not in counters]:
-        notes.append(f"- Did not pay, with no Nsight Compute reading in the counters folder: {', '.join(unread)} "
-                     "the step above.")
+             for kernel, ratio, per_clock in slower if file_name(kernel, size) in counters]
+    if unread := [f"`{kernel}` ({bought(ratio, per_clock)})" for kernel, ratio, per_clock in slower
+                  if file_name(kernel, size) not in counters]:
+        notes.append(f"- Did not pay, with no Nsight Compute reading in the counters folder: {'; '.join(unread)}.")
     return notes

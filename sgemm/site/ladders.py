@@ -193,6 +193,9 @@ class Row:
     # What the step bought: its TFLOP/s over the step in the row above (none for the first step, for cuBLAS, and
     # where either was not measured)
     over_step_above: float | None = None
+    # The same at one SM clock (TFLOP/s per MHz over the step above's): at the power cap two cases timed apart run at
+    # clocks several percent apart, and this says what the step bought with the clock set aside
+    over_step_above_per_clock: float | None = None
 
 
 def seed_kernels(seed: Seed, kernels: dict[str, Kernel]) -> list[tuple[str, Kernel]]:
@@ -217,21 +220,30 @@ def ladder(seed: Seed, precision: str, size: int, points: list[Point], kernels: 
     for index, (label, kernel) in enumerate(steps):
         point = at_size.get(kernel.name)
         above = at_size.get(steps[index - 1][1].name) if index and not steps[index - 1][1].library else None
+        over = _ratio(point.tflops, above.tflops) if point and above else None
+        per_clock = (_ratio(point.tflops / point.sm_clock_mhz, above.tflops / above.sm_clock_mhz)
+                     if over and _positive(point.sm_clock_mhz) and _positive(above.sm_clock_mhz) else None)
         rows.append(Row(label, kernel.name, Figures.of(point.tflops if point else None,
                                                        reference.tflops if reference else None, peak,
                                                        point.sm_clock_mhz if point else None),
-                        point.power_w if point else None,
-                        point.tflops / above.tflops if point and above and math.isfinite(point.tflops)
-                        and math.isfinite(above.tflops) and above.tflops > 0 else None))
+                        point.power_w if point else None, over, per_clock))
     return rows
+
+
+def _positive(value: float | None) -> bool:
+    return value is not None and math.isfinite(value) and value > 0
+
+
+def _ratio(value: float, over: float) -> float | None:
+    return value / over if math.isfinite(value) and _positive(over) else None
 
 
 def markdown_table(rows: list[Row]) -> str:
     lines = ["| step | kernel | TFLOP/s | % of cuBLAS | % of peak | median SM clock (MHz) | board power (W) "
-             "| x the step above |",
-             "| :--- | :--- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| x the step above | x the step above, per SM clock |",
+             "| :--- | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     lines += [f"| {r.label} | `{r.kernel}` | " + " | ".join(r.figures.texts()) + f" | {cell(r.power_w, 0)} | "
-              f"{cell(r.over_step_above, 2)} |" for r in rows]
+              f"{cell(r.over_step_above, 2)} | {cell(r.over_step_above_per_clock, 2)} |" for r in rows]
     return "\n".join(lines)
 
 
@@ -351,7 +363,7 @@ def write_report(out_dir: Path, seeds: list[Seed], kernels: dict[str, Kernel], p
             body += [f"## {seed.number} {precision.upper()}: {seed.title}", "", f"Seed `{seed.file}`.", ""]
             for size, rows in tables:
                 body += [f"{size}x{size}x{size}:", "", markdown_table(rows), ""]
-                slower = [(row.kernel, row.over_step_above) for row in rows
+                slower = [(row.kernel, row.over_step_above, row.over_step_above_per_clock) for row in rows
                           if row.over_step_above is not None and row.over_step_above < 1.0]
                 if counters is not None and (notes := step_notes(counters, slower, size)):
                     body += [*notes, ""]

@@ -54,7 +54,18 @@ def test_each_step_says_what_it_bought_over_the_step_above():
     assert rows[3].over_step_above is None  # not measured itself
     assert rows[5].over_step_above is None  # the step above has no figure
     assert "| Tiled | `fp32/smem_tile` | 7.50 | 15.0 | " in markdown_table(rows)
-    assert markdown_table(rows).splitlines()[4].endswith(" | 1.50 |")
+    assert markdown_table(rows).splitlines()[4].endswith(" | 1.50 | 1.50 |")
+
+
+def test_each_step_also_says_what_it_bought_at_one_sm_clock():
+    # At the power cap the step above ran at a higher clock: slower as timed, faster a clock.
+    points = [Point("fp32/cublas", 2048, 50.0, 1980.0), Point("fp32/naive", 2048, 5.0, 1980.0),
+              Point("fp32/smem_tile", 2048, 4.9, 1800.0), Point("fp32/thread_tile_1d", 2048, 6.0, float("nan"))]
+    rows = ladder(SEEDS["001"], "fp32", 2048, points, KERNELS, H100)
+    assert rows[2].over_step_above == pytest.approx(0.98)
+    assert rows[2].over_step_above_per_clock == pytest.approx(0.98 * 1980 / 1800)
+    assert rows[3].over_step_above == pytest.approx(6.0 / 4.9) and rows[3].over_step_above_per_clock is None
+    assert markdown_table(rows).splitlines()[4].endswith(" | 0.98 | 1.08 |")
 
 
 def test_the_fp16_ladder_of_seed_001_uses_the_fp16_baseline():

@@ -34,8 +34,9 @@ def score(lines: list[str], end_s: float) -> list[dict]:
         if found := PROGRESS.search(line):
             elapsed, estimate = _seconds(*found.group(1, 2)), _seconds(*found.group(3, 4))
             real = max(end_s - elapsed, 0.0)
-            # A figure shown to 0.1 min (or 1 s) is taken as right within that rounding.
-            grain = 3.0 if found.group(4) == "min" else 0.5
+            # A figure shown to 0.1 min (or 1 s) is taken as right within that rounding; the time really left is
+            # the end less the elapsed time as shown, and so carries the elapsed figure's rounding too.
+            grain = max(3.0 if unit == "min" else 0.5 for unit in found.group(2, 4))
             low, high = max(min(estimate, real), grain), max(estimate, real, grain)
             rows.append({"line": number, "elapsed_s": elapsed, "estimate_s": estimate, "real_left_s": real,
                          "ratio": high / low})

@@ -27,6 +27,17 @@ def test_a_line_beyond_twice_the_truth_fails(tmp_path, capsys):
     assert "1 beyond 2x" in capsys.readouterr().out
 
 
+def test_the_time_left_carries_the_rounding_of_the_elapsed_time_it_is_taken_from(tmp_path, capsys):
+    # "7.4 min so far" is 441-447 s: at a real end of 444 s, "2 s left" is right within what the log can say.
+    log = tmp_path / "history.log"
+    last = "asv: 100% · commit 1 of 1 (abcdef12) · 7.4 min so far, about {} left\n"
+    log.write_text(last.format("2 s"))
+    assert estimate_error.main([str(log), "--end-s", "444"]) == 0
+    assert "0 beyond 2x" in capsys.readouterr().out
+    log.write_text(last.format("20 s"))
+    assert estimate_error.main([str(log), "--end-s", "444"]) == 1
+
+
 def test_a_log_without_its_end_needs_end_s(tmp_path, capsys):
     log = tmp_path / "history.log"
     log.write_text(LOG.replace("sgemm history: ended after 300 s\n", ""))
