@@ -23,7 +23,10 @@ from ..writable import not_a_folder
 from .counters import Reading, step_notes
 
 POWER_NOTE = ("Board power: NVML's reading of the whole board's power draw, averaged over the readings taken between "
-              "the timed launches of the case.")
+              "the timed launches of the case. NVML's reading is itself an average over about the last second, so a "
+              "case timed in less than that reads partly what the card did before it: a power figure, not an energy "
+              "one. The history's joules per GEMM are charged over windows NVML's energy counter resolves "
+              "(docs/history.md, \"Joules per GEMM\").")
 SM_CLOCK_NOTE = (
     "Median SM clock: the median, over the timed samples, of the SM clock NVBench read for each sample. NVBench does "
     "not ask the driver for it: it divides the cycles counted on SM 0 (clock64) by the nanoseconds of the GPU's "
