@@ -32,7 +32,10 @@ IDLE_GAP_S = 50e-6  # a gap between blocks longer than a few kernel launches' wo
 HOLD_TIMEOUT_NS = 10_000_000_000  # a block's blocker gives up after 10 s: a host that died never holds the GPU
 # Warm-up ends once the median of the first build's last STEADY_WINDOW blocks is within STEADY_TOLERANCE of the
 # STEADY_WINDOW before: a card that starts cold or idle reaches the clock of its load over the first second or so.
-STEADY_WINDOW = 3
+# Four: the first build takes four places in every period of the order (two pairs of cycles), and each place can cost
+# its block time of its own (small kernels' blocks on an H200 read 1-2% apart by place, lab/2026-11-29-pairing-warmup);
+# windows of a whole period compare like with like, where windows of three never read steady and ran to the cap.
+STEADY_WINDOW = 4
 STEADY_TOLERANCE = 0.003
 # A 95% interval of a median from order statistics needs six values; a slow kernel may run past max_s to get them,
 # up to HARD_LIMIT times it.

@@ -14,9 +14,13 @@ class SimulatedGpu:
     """Blocks that run back to back on a card whose speed drifts and jitters: a block of build j takes
     count x seconds[j] x (1 + drift x t) x jitter. `started` moves the simulated clock to the block's start."""
 
-    def __init__(self, seconds, drift=0.0, jitter=0.0, watts=(300.0, 300.0, 300.0), seed=0, settle=None):
+    def __init__(self, seconds, drift=0.0, jitter=0.0, watts=(300.0, 300.0, 300.0), seed=0, settle=None,
+                 even_places=1.0):
         self.seconds, self.drift, self.jitter, self.watts = seconds, drift, jitter, watts
         self.settle = settle  # (slowdown, seconds): a card that starts fast and settles into its load
+        # Every other block this much slower, whichever build it is: a place in the order that costs its block time
+        # (as small kernels' blocks on an H200, lab/2026-11-29-pairing-warmup), the same for every build.
+        self.even_places = even_places
         self.rng = random.Random(seed)
         self.blocks = []  # (build, start, end)
         self.clock = 0.0
@@ -28,6 +32,8 @@ class SimulatedGpu:
         speed = (1 + self.drift * start) * math.exp(self.rng.gauss(0, self.jitter))
         if self.settle:
             speed *= 1 + self.settle[0] * (1 - math.exp(-start / self.settle[1]))
+        if len(self.blocks) % 2 == 0:
+            speed *= self.even_places
         block = (build, start, start + count * self.seconds[build] * speed, count)
         self.blocks.append(block)
         return block
@@ -174,6 +180,14 @@ def test_warm_up_waits_for_a_card_that_settles_into_its_load():
     timing = run(gpu, warmup_s=0.1, max_warmup_s=5.0, max_s=2.0)
     assert timing.warmup_s > 1.0
     assert timing.ratio() == pytest.approx(1.004, abs=5e-4)
+
+
+def test_warm_up_of_a_steady_card_ends_soon_though_places_in_the_order_cost_their_blocks_time():
+    # The first build's blocks read 1% apart by place (A B B A, B A A B: slow, fast, fast, slow), a card with no drift.
+    gpu = SimulatedGpu([1e-3, 1e-3], jitter=0.0005, even_places=1.01)
+    timing = run(gpu, warmup_s=0.1, max_warmup_s=1.5, max_s=1.0)
+    assert timing.warmup_s < 0.5
+    assert timing.ratio() == pytest.approx(1.0, abs=1e-3)
 
 
 def test_three_builds_are_each_judged_against_the_first():
