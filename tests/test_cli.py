@@ -150,6 +150,65 @@ def test_a_report_from_results_states_the_gpu_and_driver_the_run_recorded(two_gp
     assert "- Driver (recorded with the run): 580.159.04\n" in header
 
 
+def test_a_report_is_drawn_again_from_its_points_with_its_source(two_gpu_results, tmp_path, capsys):
+    # No results tree and no GPU: the earlier report's points.json alone, its source kept through a second redraw.
+    first, again, twice = tmp_path / "h200", tmp_path / "again", tmp_path / "twice"
+    assert cli.main(["report", "--results", str(two_gpu_results.results), "--machine", "nvidia-h200",
+                     "--out", str(first)]) == 0
+    tables = [line for line in (first / "README.md").read_text().splitlines() if line.startswith("| ")]
+    assert cli.main(["report", "--points", str(first / "points.json"), "--out", str(again)]) == 0
+    redrawn = (again / "README.md").read_text()
+    assert [line for line in redrawn.splitlines() if line.startswith("| ")] == tables
+    assert "- Source: asv results of machine `nvidia-h200`, commit " in redrawn and "drawn again from" in redrawn
+    assert "- Driver (recorded with the run): 580.159.04\n" in redrawn
+    assert cli.main(["report", "--points", str(again / "points.json"), "--out", str(twice)]) == 0
+    assert (twice / "README.md").read_text().count("drawn again from") == 1
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--results", "{results}"], "--points draws an earlier report again from its own figures: no --results"),
+    (["--size", "1024"], "with --results or --points the sizes are those measured then"),
+])
+def test_points_with_what_chooses_other_figures_is_refused_in_one_line(two_gpu_results, tmp_path, capsys, args,
+                                                                        message):
+    points = tmp_path / "points.json"
+    points.write_text('{"gpu": {"name": "NVIDIA H200"}, "points": []}')
+    argv = [word.replace("{results}", str(two_gpu_results.results)) for word in args]
+    assert cli.main(["report", "--points", str(points), *argv, "--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and message in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_points_that_are_no_reports_are_refused_in_one_line(two_gpu_results, tmp_path, capsys):
+    page = tmp_path / "page"
+    assert cli.main(["report", "--across-gpus", "--results", str(two_gpu_results.results), "--out", str(page)]) == 0
+    capsys.readouterr()
+    for argv, message in [(["--points", str(page / "points.json")], "cannot read the points of a seed ladder report"),
+                          (["--points", str(tmp_path / "none.json")], "cannot read the points of a seed ladder report"),
+                          (["--across-gpus", "--points", str(tmp_path / "none.json")],
+                           "cannot read the runs of a cross-GPU page")]:
+        assert cli.main(["report", *argv, "--out", str(tmp_path / "out")]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and message in error and "Traceback" not in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_cross_gpu_page_is_drawn_again_from_its_points(two_gpu_results, tmp_path, capsys):
+    page, again = tmp_path / "page", tmp_path / "again"
+    assert cli.main(["report", "--across-gpus", "--results", str(two_gpu_results.results), "--out", str(page)]) == 0
+    assert cli.main(["report", "--across-gpus", "--points", str(page / "points.json"), "--out", str(again)]) == 0
+    rows = [line for line in (page / "README.md").read_text().splitlines() if line.startswith("| ")]
+    redrawn = (again / "README.md").read_text()
+    assert [line for line in redrawn.splitlines() if line.startswith("| ")] == rows
+    assert "UTC from the points of an earlier page, `" in redrawn and "from the asv results" not in redrawn
+    capsys.readouterr()
+    assert cli.main(["report", "--across-gpus", "--points", str(page / "points.json"), "--size", "12345",
+                     "--out", str(tmp_path / "other")]) == 2
+    assert "--size 12345: no GPU in" in capsys.readouterr().err
+
+
 def test_bench_prints_each_case_against_its_baseline_and_the_gpus_peak(monkeypatch, capsys, tmp_path):
     """The GPU's part stood in for (CUDA's facts, NVML's, the measurements): what the table makes of them."""
     from sgemm.gpu import Gpu

@@ -58,8 +58,11 @@ def command_line(args) -> str:
 
 
 def made_from_results(args) -> list[str]:
-    """When and how a page made from asv results was made: the first lines of its header."""
+    """When and how a page made from asv results (or, with --points, from an earlier page's points.json) was made:
+    the first lines of its header."""
     import datetime
 
-    return [f"Made: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from the asv results in "
-            f"`{shown_path(args.results)}`", f"Command: `{command_line(args)}`"]
+    source = (f"the points of an earlier page, `{shown_path(args.points)}`" if getattr(args, "points", None)
+              else f"the asv results in `{shown_path(args.results)}`")
+    return [f"Made: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from {source}",
+            f"Command: `{command_line(args)}`"]

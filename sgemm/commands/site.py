@@ -11,7 +11,7 @@ from .. import catalogue
 from ..measuring.record import device_info
 from ..results.machine import live_gpu, with_nvml
 from ..words import counted
-from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, args as types, command_line, made_from_results
+from . import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, args as types, command_line, made_from_results, shown_path
 
 
 def add_report(add) -> None:
@@ -31,6 +31,9 @@ def add_report(add) -> None:
                         "per GPU, from every machine in --results (e.g. merged results); --size picks the size")
     report.add_argument("--out", type=types.path, required=True,
                         help="directory for README.md, the PNG plots and points.json")
+    report.add_argument("--points", type=types.path, help="the points.json of an earlier report (or, with "
+                        "--across-gpus, page): draw it again with this version's tables and notes, no results or GPU "
+                        "needed")
     report.add_argument("--counters", type=types.path, help="folder of Nsight Compute CSV exports, one launch a "
                         "case, named KERNEL-SIZE.csv (e.g. fp16-wgmma_tma_wide-4096.csv; python -m "
                         "tools.acceptance.ladder_counters writes them): under each table, the reading of every step "
@@ -147,10 +150,10 @@ def publish(repo: Path, results: Path, html: Path, header: list[str], size: int 
 
 
 def _report_across_gpus(args, kernels) -> int:
-    from ..site.crossgpu import check_measured_size, report_across_gpus
+    from ..site.crossgpu import check_measured_size, redraw_across_gpus, report_across_gpus
     from ..site.ladders import ReportError
 
-    if not args.results:
+    if not args.results and not args.points:
         print("sgemm report: --across-gpus reads asv results: pass --results", file=sys.stderr)
         return 2
     if args.machine or args.commit or args.seed or args.counters or (args.size and len(args.size) > 1):
@@ -158,10 +161,14 @@ def _report_across_gpus(args, kernels) -> int:
               "--seed or --counters)", file=sys.stderr)
         return 2
     try:
-        if args.size:
-            check_measured_size(Path(args.results), args.size[0], args.results)
-        written = report_across_gpus(Path(args.results), Path(args.out), kernels, made_from_results(args),
-                                     args.size[0] if args.size else None)
+        if args.points:
+            written = redraw_across_gpus(Path(args.points), args.points, Path(args.out), kernels,
+                                         made_from_results(args), args.size[0] if args.size else None)
+        else:
+            if args.size:
+                check_measured_size(Path(args.results), args.size[0], args.results)
+            written = report_across_gpus(Path(args.results), Path(args.out), kernels, made_from_results(args),
+                                         args.size[0] if args.size else None)
     except ReportError as exc:
         print(f"sgemm report: {exc}", file=sys.stderr)
         return 2
@@ -173,11 +180,16 @@ def _report_across_gpus(args, kernels) -> int:
 def cmd_report(args) -> int:
     from ..site.counters import CountersError, read_counters
     from ..site.ladders import (ReportError, check_out, check_results, header_lines, measured_points, points_from_asv,
-                                recorded_gpu, write_report)
+                                read_points, recorded_gpu, write_report)
 
+    if args.points and (args.results or args.machine or args.commit):
+        print("sgemm report: --points draws an earlier report again from its own figures: no --results, --machine "
+              "or --commit", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         check_out(Path(args.out), args.out)
         counters = read_counters(Path(args.counters), args.counters) if args.counters else None
+        redrawn = read_points(Path(args.points)) if args.points and not args.across_gpus else None
     except (ReportError, CountersError) as exc:
         print(f"sgemm report: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -192,15 +204,19 @@ def cmd_report(args) -> int:
         seeds = [s for s in seeds if s.number in args.seed]
     if args.across_gpus:
         return _report_across_gpus(args, kernels)
-    if args.results and args.size:
-        print("sgemm report: --size chooses what to measure; with --results the sizes are those asv ran",
-              file=sys.stderr)
+    if (args.results or args.points) and args.size:
+        print("sgemm report: --size chooses what to measure; with --results or --points the sizes are those "
+              "measured then", file=sys.stderr)
         return 2
     if not args.results and (args.machine or args.commit):
         print("sgemm report: --machine and --commit choose a run of asv results: pass --results (without it the "
               "report measures now on this GPU)", file=sys.stderr)
         return 2
-    if args.results:
+    if redrawn:
+        gpu, points, recorded_source = redrawn
+        source = f"{recorded_source or 'an earlier report'}, drawn again from `{shown_path(args.points)}`"
+        driver_of = "recorded with the run"
+    elif args.results:
         from ..results.machine import detect_identity, machine_name
 
         try:
@@ -230,6 +246,7 @@ def cmd_report(args) -> int:
         source = "a fresh measurement on this GPU (NVBench, after an FP64 check of every kernel)"
         driver_of = "of the box that made the report"
     header = header_lines(gpu, source, command_line(args), driver_of)
-    for path in write_report(Path(args.out), seeds, kernels, points, gpu, header, counters):
+    for path in write_report(Path(args.out), seeds, kernels, points, gpu, header, counters,
+                             recorded_source if redrawn else source):
         print(f"wrote {path}")
     return 0

@@ -230,6 +230,20 @@ def report_across_gpus(results_dir: Path, out_dir: Path, kernels: dict[str, Kern
     return write_cross_gpu(out_dir, runs, kernels, size or common_size(runs), header)
 
 
+def redraw_across_gpus(points_path: Path, shown: str, out_dir: Path, kernels: dict[str, Kernel], header: list[str],
+                       size: int | None = None) -> list[Path]:
+    """The cross-GPU report drawn again from the points.json of an earlier one (read_runs), at `size` (default:
+    common_size); ReportError when the file holds no page's runs or no GPU of it measured `size`."""
+    runs = read_runs(points_path)
+    if not runs:
+        raise ReportError(f"{shown} holds no GPU's run")
+    measured = sorted({point.size for run in runs for point in run.points})
+    if size is not None and size not in measured:
+        raise ReportError(f"--size {size}: no GPU in {shown} measured it (sizes there: "
+                          f"{', '.join(map(str, measured)) or 'none'})")
+    return write_cross_gpu(out_dir, runs, kernels, size or common_size(runs), header)
+
+
 NO_GPU_TITLE = "No GPU results yet"
 
 

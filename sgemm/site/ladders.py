@@ -345,10 +345,12 @@ def plot_ladder(path: Path, title: str, kernel_names: list[str], points: list[Po
 
 
 def write_report(out_dir: Path, seeds: list[Seed], kernels: dict[str, Kernel], points: list[Point], gpu: Gpu,
-                 header: list[str], counters: dict[str, Reading] | None = None) -> list[Path]:
-    """README.md with every seed's tables, a PNG per seed and precision, and points.json; returns what was written.
-    With `counters` (sgemm.site.counters.read_counters), each step slower than the step above it is followed by
-    Nsight Compute's reading of it."""
+                 header: list[str], counters: dict[str, Reading] | None = None,
+                 source: str | None = None) -> list[Path]:
+    """README.md with every seed's tables, a PNG per seed and precision, and points.json (with `source`, what the
+    figures came from, so that a report drawn again from it still says); returns what was written. With `counters`
+    (sgemm.site.counters.read_counters), each step slower than the step above it is followed by Nsight Compute's
+    reading of it."""
     out_dir.mkdir(parents=True, exist_ok=True)
     sizes = sorted({p.size for p in points})
     written: list[Path] = []
@@ -383,7 +385,8 @@ def write_report(out_dir: Path, seeds: list[Seed], kernels: dict[str, Kernel], p
     readme = out_dir / "README.md"
     readme.write_text("\n".join(body))
     data = out_dir / "points.json"
-    data.write_text(json.dumps({"gpu": asdict(gpu), "points": [asdict(p) for p in points]}, indent=1))
+    data.write_text(json.dumps({"gpu": asdict(gpu), "points": [asdict(p) for p in points],
+                                **({"source": source} if source else {})}, indent=1))
     return [readme, data, *written]
 
 
@@ -402,10 +405,13 @@ def point_from_dict(entry: dict) -> Point:
                  None if joules is None else float(joules))
 
 
-def read_points(path: Path) -> tuple[Gpu, list[Point]]:
-    """The GPU and points of a points.json that write_report wrote, so a report can be redrawn without the GPU."""
+def read_points(path: Path) -> tuple[Gpu, list[Point], str | None]:
+    """The GPU, points and source (None where the file predates it) of a points.json that write_report wrote, so a
+    report can be drawn again without the results or the GPU (`sgemm report --points`)."""
     try:
         data = json.loads(Path(path).read_text())
-        return gpu_from_dict(data["gpu"]), [point_from_dict(entry) for entry in data["points"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        source = data.get("source")
+        return (gpu_from_dict(data["gpu"]), [point_from_dict(entry) for entry in data["points"]],
+                None if source is None else str(source))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ReportError(f"cannot read the points of a seed ladder report from {path}: {exc!r}") from exc

@@ -160,10 +160,16 @@ def test_points_json_reads_back_as_it_was_written(tmp_path):
     points = [Point("fp32/cublas", 1024, 34.5, 1983.1), Point("fp32/naive", 1024, 6.0, math.nan),
               Point("fp16/cublas", 4096, 695.25, 1712.0)]
     write_report(tmp_path, [], KERNELS, points, H100, [])
-    gpu, read = read_points(tmp_path / "points.json")
-    assert gpu == H100
+    gpu, read, source = read_points(tmp_path / "points.json")
+    assert gpu == H100 and source is None
     assert [(p.kernel, p.size, p.tflops) for p in read] == [(p.kernel, p.size, p.tflops) for p in points]
     assert read[0].sm_clock_mhz == 1983.1 and math.isnan(read[1].sm_clock_mhz)
+
+
+def test_points_json_keeps_what_the_figures_came_from(tmp_path):
+    write_report(tmp_path, [], KERNELS, [Point("fp32/cublas", 1024, 34.5, 1983.1)], H100, [],
+                 source="asv results of machine `box`, commit 0123456789ab")
+    assert read_points(tmp_path / "points.json")[2] == "asv results of machine `box`, commit 0123456789ab"
 
 
 def test_a_points_file_that_is_not_a_reports_is_a_clear_error(tmp_path):
