@@ -15,7 +15,9 @@ over the processes (exactly so with an even number of them). Per process and ker
 medians of that process) and paired (with its interval), the median SM clock, and whether the power cap held the
 clocks for the whole of the case's window (NVML's power-violation time against the wall time it was counted over,
 warm-up and flushes included). Across the processes: the median of each figure, a 95% t-interval of the logarithms
-of the processes' figures, and the range. Each kernel is checked against FP64 in each process before it is timed
+of the processes' figures, and the range; and, with two kernels or more, every kernel after the first over the first,
+process by process (by NVBench, and paired: the ratio of their paired % of cuBLAS, from the same session), with the
+same interval: what one step bought over another. Each kernel is checked against FP64 in each process before it is timed
 (NVBench's and the paired timer's checks). With --json, every finished process's figures are written as it ends.
 
 Usage, from the repository root (on a GPU box):
@@ -225,8 +227,26 @@ def main(argv: list[str] | None = None) -> int:
             + f", range {value['low']:.2f}-{value['high']:.2f})"
             for figure, value in figures.items() if isinstance(value, dict))
             + f"; power cap held throughout in {figures['capped_throughout']} of {args.processes}")
+    from sgemm import catalogue
+
+    first, *others = [catalogue.get_kernel(name).name for name in args.kernels]  # as the processes name them
+    if others:
+        summary["over_first"] = {}
+        for name in others:
+            over = {figure: across([run[name][figure] / run[first][figure] for run in runs])
+                    for figure in ("tflops", "paired_percent")}
+            summary["over_first"][name] = over
+            print(f"{name} over {first}, process by process: " + "; ".join(
+                f"{label} {_percent(value['median'])} median (interval "
+                + (f"{_percent(value['interval'][0])} to {_percent(value['interval'][1])}" if value["interval"]
+                   else "-") + ")"
+                for label, value in (("NVBench", over["tflops"]), ("paired", over["paired_percent"]))))
     keep(summary)
     return 0
+
+
+def _percent(ratio: float) -> str:
+    return f"{100 * (ratio - 1):+.2f}%"
 
 
 if __name__ == "__main__":

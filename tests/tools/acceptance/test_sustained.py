@@ -127,6 +127,42 @@ def test_a_process_times_and_pairs_in_its_order_and_judges_the_cap_over_the_whol
     assert sustained.capped_throughout(math.nan, 1000.0) is None and sustained.capped_throughout(900.0, 0.0) is None
 
 
+def test_every_kernel_after_the_first_is_put_over_the_first_process_by_process(capsys, monkeypatch, tmp_path):
+    def process(older: float, newer: float) -> dict:
+        def kernel(percent: float) -> dict:
+            return {"tflops": 6.5 * percent, "sm_clock_mhz": 1300.0, "capped_throughout": True,
+                    "nvbench_percent": percent, "paired_percent": percent + 2, "paired_interval": [percent, percent]}
+
+        return {"fp16/cublas": {"tflops": 650.0, "sm_clock_mhz": 1300.0, "capped_throughout": True},
+                "fp16/wgmma_grouped_tma_store": kernel(older), "fp16/wgmma_lean_loop": kernel(newer)}
+
+    # The newer step 1% faster by NVBench in every process, and its paired % 0.5% above the older one's.
+    runs = [process(98.0, 98.98), process(96.0, 96.96), process(97.0, 97.97)]
+    for run in runs:
+        run["fp16/wgmma_lean_loop"]["paired_percent"] = run["fp16/wgmma_grouped_tma_store"]["paired_percent"] * 1.005
+    outputs = iter(runs)
+    monkeypatch.setattr(sustained.subprocess, "run", lambda *a, **k: sustained.subprocess.CompletedProcess(
+        a[0], 0, stdout=json.dumps(next(outputs)) + "\n", stderr=""))
+    assert sustained.main(["fp16/wgmma_grouped_tma_store", "fp16/wgmma_lean_loop", "--size", "4096",
+                           "--processes", "3", "--json", str(tmp_path / "s.json")]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if " over " in line)
+    assert line == ("fp16/wgmma_lean_loop over fp16/wgmma_grouped_tma_store, process by process: NVBench +1.00% "
+                    "median (interval +1.00% to +1.00%); paired +0.50% median (interval +0.50% to +0.50%)")
+    over = json.loads((tmp_path / "s.json").read_text())["summary"]["over_first"]
+    assert list(over) == ["fp16/wgmma_lean_loop"]
+    assert over["fp16/wgmma_lean_loop"]["paired_percent"]["median"] == pytest.approx(1.005)
+
+
+def test_one_kernel_has_nothing_to_be_put_over(capsys, monkeypatch):
+    run = {"fp16/cublas": {"tflops": 650.0, "sm_clock_mhz": 1300.0, "capped_throughout": True},
+           "fp16/wgmma_cluster": {"tflops": 640.0, "sm_clock_mhz": 1300.0, "capped_throughout": True,
+                                  "nvbench_percent": 98.5, "paired_percent": 99.0, "paired_interval": [98.9, 99.1]}}
+    monkeypatch.setattr(sustained.subprocess, "run", lambda *a, **k: sustained.subprocess.CompletedProcess(
+        a[0], 0, stdout=json.dumps(run) + "\n", stderr=""))
+    assert sustained.main(["fp16/wgmma_cluster", "--size", "4096", "--processes", "2"]) == 0
+    assert " over " not in capsys.readouterr().out
+
+
 def test_a_failing_process_keeps_the_figures_of_those_before_it(monkeypatch, tmp_path):
     figures = {"fp16/cublas": {"tflops": 650.0, "sm_clock_mhz": 1300.0, "capped_throughout": True},
                "fp16/wgmma_cluster": {"tflops": 650.0, "sm_clock_mhz": 1300.0, "capped_throughout": True,
