@@ -154,7 +154,8 @@ def _report_across_gpus(args, kernels) -> int:
     from ..site.ladders import ReportError
 
     if not args.results and not args.points:
-        print("sgemm report: --across-gpus reads asv results: pass --results", file=sys.stderr)
+        print("sgemm report: --across-gpus reads asv results: pass --results (or --points, an earlier page's figures)",
+              file=sys.stderr)
         return 2
     if args.machine or args.commit or args.seed or args.counters or (args.size and len(args.size) > 1):
         print("sgemm report: --across-gpus takes every machine's newest run and one --size (no --machine, --commit, "
