@@ -61,11 +61,16 @@ def gpu_count(text: str) -> str:
     return text
 
 
-def finite(text: str) -> float:
+def number(text: str) -> float:
+    """The number a word says, NaN where it says none: each type below then refuses NaN by its own range check."""
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
-        value = math.nan
+        return math.nan
+
+
+def finite(text: str) -> float:
+    value = number(text)
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
@@ -83,10 +88,7 @@ def finite_above(lowest: float, what: str):
 
 def finite_at_least(lowest: float, what: str):
     def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
+        value = number(text)
         if not math.isfinite(value) or value < lowest:
             raise argparse.ArgumentTypeError(f"{what} is a finite number of at least {lowest:g}, got {text!r}")
         return value
@@ -114,10 +116,7 @@ def threshold_pattern(text: str) -> tuple[str, float]:
     if text.count("=") > 1:
         raise argparse.ArgumentTypeError(f"expected PATTERN=PERCENT with one '=', e.g. 'fp16/*=4', got {text!r}")
     pattern, sep, value = text.rpartition("=")
-    try:
-        percent = float(value)
-    except ValueError:
-        percent = -1.0
+    percent = number(value)
     if not sep or not pattern or not 0 <= percent < 100:
         raise argparse.ArgumentTypeError(f"expected PATTERN=PERCENT, e.g. 'fp16/*=4', got {text!r}")
     return pattern, percent / 100
@@ -135,10 +134,7 @@ def rounds(text: str) -> int:
 
 
 def percent(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < 100:
+    value = number(text)
+    if not 0 <= value < 100:  # NaN too
         raise argparse.ArgumentTypeError(f"expected a percentage of at least 0 and below 100, got {text!r}")
     return value / 100

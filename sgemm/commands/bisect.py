@@ -4,7 +4,6 @@ each commit timed paired against the good end in one process (sgemm.bisect.reque
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -21,10 +20,7 @@ EXIT_NO_ANSWER = EXIT_BAD_INPUT
 
 
 def _confidence(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+    value = types.number(text)
     if not 50 <= value < 100:  # NaN too
         raise argparse.ArgumentTypeError(f"a confidence is a percentage from 50 to below 100, got {text!r}")
     return value / 100
