@@ -14,16 +14,46 @@ from sgemm.site.ladders import Point, write_report
 # `ncu --csv --page details` of step g at 4096 on an H200 (stdout as captured: the profiler's and sgemm check's
 # lines among the CSV's).
 EXPORT = Path(__file__).resolve().parents[1] / "data" / "ncu-details-hopper-4096.csv"
+# `ncu --csv --page details --print-details all` (the sections' charts too) of the lean K loop at 4096 on an H200,
+# as tools.acceptance.ladder_counters runs it.
+EXPORT_WITH_CHARTS = Path(__file__).resolve().parents[1] / "data" / "ncu-details-all-lean-loop-4096.csv"
 H200 = Gpu("NVIDIA H200", 90, 132, 1980.0, "580.159.04")
 
 
 def test_a_real_export_gives_its_launchs_figures():
     reading = read_reading(EXPORT)
-    assert reading.figures[("Memory Workload Analysis", "L2 Hit Rate")] == "78.54"
-    assert reading.figures[("GPU Speed Of Light Throughput", "Compute (SM) Throughput")] == "86.06"
+    assert reading.figures[("Memory Workload Analysis", "", "L2 Hit Rate")] == "78.54"
+    assert reading.figures[("GPU Speed Of Light Throughput", "", "Compute (SM) Throughput")] == "86.06"
     said = reading.said()
     assert said.startswith("SM throughput 86.06% of peak, memory throughput 57.25%")
     assert "L2 hit rate 78.54%" in said and "registers per thread 168" in said and "waves per SM 1" in said
+
+
+def test_the_charts_give_the_tensor_pipe_over_active_cycles_and_the_largest_stall_reasons():
+    reading = read_reading(EXPORT_WITH_CHARTS)
+    # Two charts name a pipe "Tensor (All)": over elapsed cycles (85.78) and over active ones, the one read.
+    assert reading.figures[("Compute Workload Analysis", "Pipe Utilization (% of elapsed cycles)",
+                            "Tensor (All)")] == "85.78"
+    assert reading.stalls()[:4] == [("Barrier", 10.89), ("MIO Throttle", 1.97), ("Wait", 1.74),
+                                    ("Long Scoreboard", 1.71)]
+    said = reading.said()
+    assert "tensor pipe busy 90.16% of active cycles" in said and "L2 hit rate 78.56%" in said
+    assert said.endswith("19.67 warp cycles per issued instruction, of which stalled on Barrier 10.89, "
+                         "MIO Throttle 1.97, Wait 1.74")
+    # An export without the charts says neither, and no stalls.
+    assert "tensor pipe" not in read_reading(EXPORT).said() and read_reading(EXPORT).stalls() == []
+
+
+def test_an_idle_tensor_pipe_and_reasons_that_never_stalled_go_unsaid(tmp_path):
+    header = '"ID","Section Name","Body Item Label","Metric Name","Metric Unit","Metric Value"\n'
+    rows = [("Compute Workload Analysis", "", "Issue Slots Busy", "%", "50.77"),
+            ("Compute Workload Analysis", "Pipe Utilization (% of active cycles)", "Tensor (All)", "%", "0.05"),
+            ("Warp State Statistics", "Warp State (All Cycles)", "Stall Long Scoreboard", "inst", "1.22"),
+            ("Warp State Statistics", "Warp State (All Cycles)", "Stall Sleeping", "inst", "0")]
+    export = tmp_path / "fp32-warptile-4096.csv"
+    export.write_text(header + "".join(",".join(f'"{cell}"' for cell in ("0", *row)) + "\n" for row in rows))
+    # An FP32 step issues no tensor instruction: a busy figure of 0.05% says nothing of it.
+    assert read_reading(export).said() == "issue slots busy 50.77%, of which stalled on Long Scoreboard 1.22"
 
 
 @pytest.mark.parametrize("content, message", [

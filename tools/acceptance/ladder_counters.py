@@ -3,10 +3,10 @@
 For each compiled kernel of the seed's ladder (cuBLAS has no step above it to be slower than) and each size: one
 launch inside `sgemm check` at that square size, profiled by `ncu --clock-control none` (the GPU keeps the clocks it
 would have had; never locked to base) with the sections the report reads (sgemm.site.counters.SECTIONS), written as
-Nsight Compute's CSV export of the details page to DIR/<kernel with '/' as '-'>-<size>.csv. A size a kernel's entry
-refuses is passed by; a profile that fails or finds no launch (a kernel this GPU cannot run) is said, and the tool
-ends with exit 1. Run on a GPU box with ncu on PATH (or NCU naming it); --dry-run prints the commands alone (no GPU
-needed).
+Nsight Compute's CSV export of the details page, the sections' charts included (the tensor pipe, the stall reasons),
+to DIR/<kernel with '/' as '-'>-<size>.csv. A size a kernel's entry refuses is passed by; a profile that fails or
+finds no launch (a kernel this GPU cannot run) is said, and the tool ends with exit 1. Run on a GPU box with ncu on
+PATH (or NCU naming it); --dry-run prints the commands alone (no GPU needed).
 
     python -m tools.acceptance.ladder_counters DIR --seed hopper [--size 4096 ...] [--precision fp16 ...]
         [--kernel fp16/wgmma_persistent ...] [--device 0] [--dry-run]  (from the repository root)
@@ -48,7 +48,7 @@ def command(ncu: str, kernel: catalogue.Kernel, size: int, device: int) -> list[
     sections = [word for section in SECTIONS for word in ("--section", section)]
     template = kernel.entry.partition("<")[0].strip()
     return [ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name", f"regex:{template}",
-            "--launch-count", "1", *sections, "--csv", "--page", "details",
+            "--launch-count", "1", *sections, "--csv", "--page", "details", "--print-details", "all",
             sys.executable, "-m", "sgemm", "check", "-k", kernel.name, "--shape", f"{size}x{size}x{size}",
             "--device", str(device)]
 

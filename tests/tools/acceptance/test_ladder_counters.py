@@ -32,6 +32,7 @@ def test_a_dry_run_prints_one_profile_a_case_into_the_file_the_report_reads(tmp_
     first = done.stdout.splitlines()[0]
     assert "--clock-control none" in first and "--kernel-name regex:gemm_wgmma_tma " in first
     assert all(f"--section {section}" in first for section in SECTIONS)
+    assert "--page details --print-details all" in first  # the charts: the tensor pipe and the stall reasons
     assert "-m sgemm check -k bf16/wgmma_tma --shape 4096x4096x4096" in first
     assert first.endswith(f"> {tmp_path / 'ctr' / file_name('bf16/wgmma_tma', 4096)}")
     assert not (tmp_path / "ctr").exists()
