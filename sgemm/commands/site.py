@@ -247,7 +247,8 @@ def cmd_report(args) -> int:
         source = "a fresh measurement on this GPU (NVBench, after an FP64 check of every kernel)"
         driver_of = "of the box that made the report"
     header = header_lines(gpu, source, command_line(args), driver_of)
-    for path in write_report(Path(args.out), seeds, kernels, points, gpu, header, counters,
-                             recorded_source if redrawn else source):
+    # points.json keeps where the figures came from (the run), not this redraw: drawn again, it still names the run.
+    kept_source = recorded_source if redrawn else source
+    for path in write_report(Path(args.out), seeds, kernels, points, gpu, header, counters, kept_source):
         print(f"wrote {path}")
     return 0

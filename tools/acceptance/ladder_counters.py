@@ -32,13 +32,17 @@ from sgemm.writable import folder_problem
 from tools.parser import ToolParser
 
 
+def compiled_steps(seed: catalogue.Seed, kernels: dict[str, catalogue.Kernel]) -> list[catalogue.Kernel]:
+    """The seed's ladder in order, less the libraries (cuBLAS has no step above it to be slower than)."""
+    return [kernel for _, kernel in seed_kernels(seed, kernels) if not kernel.library]
+
+
 def cases(seed: catalogue.Seed, kernels: dict[str, catalogue.Kernel], sizes: list[int],
           precisions: list[str] | None, only: list[str] | None = None) -> list[tuple[catalogue.Kernel, int]]:
     """(kernel, size) of every compiled step of the seed's ladder (of those named in `only`, where given), in ladder
     order, whose entry takes the size."""
-    return [(kernel, size) for _, kernel in seed_kernels(seed, kernels)
-            if not kernel.library and (not precisions or kernel.precision in precisions)
-            and (not only or kernel.name in only)
+    return [(kernel, size) for kernel in compiled_steps(seed, kernels)
+            if (not precisions or kernel.precision in precisions) and (not only or kernel.name in only)
             for size in sizes if kernel.shape_problem(size, size, size) is None]
 
 
@@ -72,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     known = {kernel.precision for kernel in kernels.values()}
     if unknown := sorted(set(args.precision or ()) - known):
         parser.error(f"unknown precision {', '.join(unknown)}; precisions: {', '.join(sorted(known))}")
-    steps = {kernel.name for _, kernel in seed_kernels(seeds[args.seed], kernels) if not kernel.library}
+    steps = {kernel.name for kernel in compiled_steps(seeds[args.seed], kernels)}
     if strangers := [name for name in args.kernel or () if name not in steps]:
         parser.error(f"{', '.join(strangers)}: no compiled step of seed {args.seed}'s ladder")
     if problem := folder_problem(args.out):
