@@ -76,7 +76,7 @@ class Reading:
         said = [words.format(value) for key, words in READINGS if (value := self.figures.get(key)) is not None
                 and not (key == TENSOR_PIPE and _number(value) < IDLE_PIPE_PERCENT)]
         if stalls := [f"{reason} {cycles:.2f}" for reason, cycles in self.stalls()[:STALLS_SAID] if cycles > 0]:
-            said.append(f"of which stalled on {', '.join(stalls)}")
+            said.append(f"stalled most on {', '.join(stalls)}")
         return ", ".join(said)
 
 

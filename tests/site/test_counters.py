@@ -38,7 +38,7 @@ def test_the_charts_give_the_tensor_pipe_over_active_cycles_and_the_largest_stal
                                     ("Long Scoreboard", 1.71)]
     said = reading.said()
     assert "tensor pipe busy 90.16% of active cycles" in said and "L2 hit rate 78.56%" in said
-    assert said.endswith("19.67 warp cycles per issued instruction, of which stalled on Barrier 10.89, "
+    assert said.endswith("19.67 warp cycles per issued instruction, stalled most on Barrier 10.89, "
                          "MIO Throttle 1.97, Wait 1.74")
     # An export without the charts says neither, and no stalls.
     assert "tensor pipe" not in read_reading(EXPORT).said() and read_reading(EXPORT).stalls() == []
@@ -53,7 +53,7 @@ def test_an_idle_tensor_pipe_and_reasons_that_never_stalled_go_unsaid(tmp_path):
     export = tmp_path / "fp32-warptile-4096.csv"
     export.write_text(header + "".join(",".join(f'"{cell}"' for cell in ("0", *row)) + "\n" for row in rows))
     # An FP32 step issues no tensor instruction: a busy figure of 0.05% says nothing of it.
-    assert read_reading(export).said() == "issue slots busy 50.77%, of which stalled on Long Scoreboard 1.22"
+    assert read_reading(export).said() == "issue slots busy 50.77%, stalled most on Long Scoreboard 1.22"
 
 
 @pytest.mark.parametrize("content, message", [
