@@ -240,9 +240,9 @@ def confirm_all(request: ConfirmRequest, make_source: SourceMaker | None = None,
         if any(value is not None for value in (ask.case, ask.size, ask.good, ask.bad)):
             raise InputError("give --notices alone, or CASE --size --good --bad")
         try:
-            notices_in(ask.notices)  # the file's own problems are said before the GPU is asked to name the machine
+            notices = notices_in(ask.notices)  # the file's problems are said before the GPU is asked for the machine
             machine = _machine(request.machine, None, request.device)
-            asked = candidates(ask.notices, machine)
+            asked = candidates(ask.notices, machine, notices)
         except TargetError as exc:
             raise InputError(str(exc)) from None
         targets = []

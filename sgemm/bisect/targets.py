@@ -124,8 +124,9 @@ def notices_in(path: Path) -> list[dict]:
     return notices
 
 
-def candidates(path: Path, machine: str) -> list[Target]:
-    """Every case of the machine's notices that are still candidates (a step not yet confirmed)."""
-    return [target for number, notice in enumerate(notices_in(path), 1)
+def candidates(path: Path, machine: str, notices: list[dict] | None = None) -> list[Target]:
+    """Every case of the machine's notices that are still candidates (a step not yet confirmed); `notices`: the
+    file's, where notices_in has read them already."""
+    return [target for number, notice in enumerate(notices_in(path) if notices is None else notices, 1)
             if notice["state"] == CANDIDATE and notice.get("machine") == machine
             for target in _targets(notice, path, number)]
